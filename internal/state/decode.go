@@ -1,0 +1,611 @@
+package state
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Issue is one problem found in a state file, named by field and line.
+type Issue struct {
+	Field   string `json:"field,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Message string `json:"message"`
+}
+
+func (i Issue) String() string {
+	s := i.Message
+	if i.Field != "" {
+		s = i.Field + ": " + s
+	}
+	if i.Line > 0 {
+		s = fmt.Sprintf("line %d: %s", i.Line, s)
+	}
+	return s
+}
+
+// key identifies an issue independently of where it sits, so that a change
+// that only moves lines is not taken for a change that adds a problem.
+func (i Issue) key() string { return i.Field + "\x00" + i.Message }
+
+type decoder struct {
+	t        *tree
+	errors   []Issue
+	warnings []Issue
+}
+
+func (d *decoder) errorf(field string, n int32, format string, args ...any) {
+	d.errors = append(d.errors, Issue{Field: field, Line: int(d.t.nodes[n].line), Message: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) warnf(field string, n int32, format string, args ...any) {
+	d.warnings = append(d.warnings, Issue{Field: field, Line: int(d.t.nodes[n].line), Message: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) isNull(n int32) bool {
+	return n == 0 || d.t.nodes[n].kind == kScalar && d.t.nodes[n].tag == tNull
+}
+
+func (d *decoder) str(field string, n int32) string {
+	if d.isNull(n) {
+		return ""
+	}
+	if d.t.nodes[n].kind != kScalar {
+		d.errorf(field, n, "must be a string")
+		return ""
+	}
+	return d.t.nodes[n].val
+}
+
+func (d *decoder) integer(field string, n int32) int {
+	if d.isNull(n) {
+		return 0
+	}
+	nd := d.t.nodes[n]
+	if nd.kind != kScalar || nd.tag != tInt {
+		d.errorf(field, n, "must be an integer, not %s", d.describe(n))
+		return 0
+	}
+	v, err := strconv.ParseInt(nd.val, 10, 64)
+	if err != nil || v != int64(int(v)) {
+		d.errorf(field, n, "integer %s is out of range", nd.val)
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) number(field string, n int32) float64 {
+	nd := d.t.nodes[n]
+	if nd.kind != kScalar || nd.tag != tInt && nd.tag != tFloat {
+		d.errorf(field, n, "must be a number, not %s", d.describe(n))
+		return 0
+	}
+	v, err := strconv.ParseFloat(nd.val, 64)
+	if err != nil {
+		d.errorf(field, n, "must be a number, not %s", d.describe(n))
+	}
+	return v
+}
+
+func (d *decoder) boolean(field string, n int32) bool {
+	if d.isNull(n) {
+		return false
+	}
+	nd := d.t.nodes[n]
+	if nd.kind != kScalar || nd.tag != tBool {
+		d.errorf(field, n, "must be true or false, not %s", d.describe(n))
+		return false
+	}
+	return nd.val == "true" || nd.val == "True" || nd.val == "TRUE"
+}
+
+func (d *decoder) describe(n int32) string {
+	nd := d.t.nodes[n]
+	switch nd.kind {
+	case kMap:
+		return "a mapping"
+	case kSeq:
+		return "a list"
+	}
+	return strconv.Quote(nd.val)
+}
+
+// strList reads a list of strings; a single scalar is refused.
+func (d *decoder) strList(field string, n int32) []string {
+	if d.isNull(n) {
+		return nil
+	}
+	if d.t.nodes[n].kind != kSeq {
+		d.errorf(field, n, "must be a list, not %s", d.describe(n))
+		return nil
+	}
+	var out []string
+	i := 0
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		out = append(out, d.str(field+"["+strconv.Itoa(i)+"]", c))
+		i++
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// each calls fn for every key and value of map n.
+func (d *decoder) each(n int32, fn func(key string, k, v int32)) {
+	for k := d.t.nodes[n].first; k != 0; {
+		v := d.t.nodes[k].next
+		fn(d.t.nodes[k].val, k, v)
+		k = d.t.nodes[v].next
+	}
+}
+
+func (d *decoder) isMap(field string, n int32) bool {
+	if d.t.nodes[n].kind != kMap {
+		d.errorf(field, n, "must be a mapping, not %s", d.describe(n))
+		return false
+	}
+	return true
+}
+
+func (d *decoder) decode(root int32) *State {
+	s := &State{}
+	if !d.isMap("frontmatter", root) {
+		return s
+	}
+	seen := map[string]bool{}
+	d.each(root, func(key string, k, v int32) {
+		seen[key] = true
+		switch key {
+		case "objective":
+			d.objective(&s.Objective, v)
+		case "control":
+			d.control(&s.Control, v)
+		case "atoms":
+			d.atoms(s, v)
+		case "decompositions":
+			d.decompositions(s, v)
+		case "or_groups":
+			d.orGroups(s, v)
+		case "bindings":
+			d.bindings(s, v)
+		case "trail":
+			d.trail(s, v)
+		case "corrections":
+			d.corrections(s, v)
+		}
+	})
+	for _, sec := range []string{"objective", "control", "atoms"} {
+		if !seen[sec] {
+			d.errors = append(d.errors, Issue{Field: sec, Message: "required section is missing"})
+		}
+	}
+	for _, sec := range []string{"bindings", "trail", "corrections"} {
+		if !seen[sec] {
+			d.warnings = append(d.warnings, Issue{Field: sec, Message: "section is missing (read as empty)"})
+		}
+	}
+	return s
+}
+
+func (d *decoder) objective(o *Objective, n int32) {
+	if !d.isMap("objective", n) {
+		return
+	}
+	seen := map[string]bool{}
+	d.each(n, func(key string, k, v int32) {
+		seen[key] = true
+		f := "objective." + key
+		switch key {
+		case "goal":
+			o.Goal = d.str(f, v)
+		case "background_intent":
+			o.BackgroundIntent = d.str(f, v)
+		case "deliverables":
+			o.Deliverables = d.str(f, v)
+		case "definition_of_done":
+			o.DefinitionOfDone = d.str(f, v)
+		case "base_case":
+			if !d.isNull(v) {
+				o.BaseCase = d.baseCase(v)
+			}
+		case "constraints":
+			d.constraints(&o.Constraints, v)
+		}
+	})
+	for _, f := range []string{"goal", "base_case"} {
+		if !seen[f] {
+			d.errorf("objective."+f, n, "required field is missing")
+		}
+	}
+	for _, f := range []string{"background_intent", "deliverables", "definition_of_done"} {
+		if !seen[f] {
+			d.warnf("objective."+f, n, "field is missing")
+		}
+	}
+	if !seen["constraints"] {
+		o.Constraints = Constraints{MaxIterations: DefaultMaxIterations, MaxParallelAgents: DefaultMaxParallelAgents, MaxStallCount: DefaultMaxStallCount}
+		d.warnf("objective.constraints", n, "missing; using defaults %d/%d/%d", DefaultMaxIterations, DefaultMaxParallelAgents, DefaultMaxStallCount)
+	}
+}
+
+func (d *decoder) constraints(c *Constraints, n int32) {
+	c.MaxIterations, c.MaxParallelAgents, c.MaxStallCount = DefaultMaxIterations, DefaultMaxParallelAgents, DefaultMaxStallCount
+	if d.isNull(n) || !d.isMap("objective.constraints", n) {
+		return
+	}
+	d.each(n, func(key string, k, v int32) {
+		f := "objective.constraints." + key
+		switch key {
+		case "max_iterations":
+			c.MaxIterations = d.integer(f, v)
+		case "max_parallel_agents":
+			c.MaxParallelAgents = d.integer(f, v)
+		case "max_stall_count":
+			c.MaxStallCount = d.integer(f, v)
+		case "max_wall_time":
+			c.MaxWallTime = d.str(f, v)
+		case "max_cost_usd":
+			c.MaxCostUSD = d.number(f, v)
+		case "max_tokens":
+			c.MaxTokens = int64(d.integer(f, v))
+		case "max_attempts_per_atom":
+			c.MaxAttemptsPerAtom = d.integer(f, v)
+		}
+	})
+}
+
+func (d *decoder) baseCase(n int32) *BaseCase {
+	b := &BaseCase{}
+	if !d.isMap("objective.base_case", n) {
+		return b
+	}
+	if _, v := d.t.mapGet(n, "checklist"); v != 0 {
+		b.HasChecklist = true
+		b.Checklist = d.checklist("objective.base_case.checklist", v)
+		return b
+	}
+	c := d.check("objective.base_case", n)
+	b.Legacy = &c
+	return b
+}
+
+func (d *decoder) checklist(field string, n int32) []ChecklistItem {
+	if d.isNull(n) {
+		return nil
+	}
+	if d.t.nodes[n].kind != kSeq {
+		d.errorf(field, n, "must be a list, not %s", d.describe(n))
+		return nil
+	}
+	var out []ChecklistItem
+	i := 0
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		f := field + "[" + strconv.Itoa(i) + "]"
+		i++
+		it := ChecklistItem{Line: int(d.t.nodes[c].line)}
+		if !d.isMap(f, c) {
+			out = append(out, it)
+			continue
+		}
+		d.each(c, func(key string, k, v int32) {
+			switch key {
+			case "item":
+				it.Item = d.str(f+".item", v)
+			case "check":
+				if d.isMap(f+".check", v) {
+					ck := d.check(f+".check", v)
+					it.Check = &ck
+				}
+			case "group":
+				it.HasGroup = true
+				it.Group = d.checklist(f+".group", v)
+			case "any_of":
+				it.HasAnyOf = true
+				it.AnyOf = d.checklist(f+".any_of", v)
+			}
+		})
+		out = append(out, it)
+	}
+	return out
+}
+
+func (d *decoder) check(field string, n int32) Check {
+	c := Check{Line: int(d.t.nodes[n].line)}
+	d.each(n, func(key string, k, v int32) {
+		f := field + "." + key
+		switch key {
+		case "type":
+			c.Type = d.str(f, v)
+		case "value":
+			c.Value = d.str(f, v)
+		case "criteria":
+			c.Criteria = d.str(f, v)
+		case "scope":
+			c.Scope = d.str(f, v)
+		case "timeout":
+			c.Timeout = d.str(f, v)
+		case "pass_threshold":
+			if !d.isNull(v) {
+				x := d.number(f, v)
+				c.PassThreshold = &x
+			}
+		case "rubric":
+			c.Rubric = d.rubric(f, v)
+		}
+	})
+	return c
+}
+
+func (d *decoder) rubric(field string, n int32) []RubricCriterion {
+	if d.isNull(n) {
+		return nil
+	}
+	if d.t.nodes[n].kind != kSeq {
+		d.errorf(field, n, "must be a list, not %s", d.describe(n))
+		return nil
+	}
+	var out []RubricCriterion
+	i := 0
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		f := field + "[" + strconv.Itoa(i) + "]"
+		i++
+		var r RubricCriterion
+		if d.isMap(f, c) {
+			d.each(c, func(key string, k, v int32) {
+				switch key {
+				case "criterion":
+					r.Criterion = d.str(f+".criterion", v)
+				case "description":
+					r.Description = d.str(f+".description", v)
+				case "weight":
+					r.Weight = d.number(f+".weight", v)
+				case "levels":
+					if d.isMap(f+".levels", v) {
+						d.each(v, func(lk string, kk, lv int32) {
+							score, err := strconv.Atoi(lk)
+							if err != nil {
+								d.errorf(f+".levels", kk, "level %q must be an integer score", lk)
+								return
+							}
+							r.Levels = append(r.Levels, RubricLevel{Score: score, Text: d.str(f+".levels."+lk, lv)})
+						})
+					}
+				}
+			})
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (d *decoder) control(c *Control, n int32) {
+	if !d.isMap("control", n) {
+		return
+	}
+	seen := map[string]bool{}
+	d.each(n, func(key string, k, v int32) {
+		seen[key] = true
+		f := "control." + key
+		switch key {
+		case "status":
+			c.Status = d.str(f, v)
+		case "iteration":
+			c.Iteration = d.integer(f, v)
+		case "stall_count":
+			c.StallCount = d.integer(f, v)
+		case "prev_pending_count":
+			c.PrevPendingCount = d.integer(f, v)
+		case "stop_requested":
+			c.StopRequested = d.boolean(f, v)
+		case "stop_reason":
+			if !d.isNull(v) {
+				r := d.str(f, v)
+				c.StopReason = &r
+			}
+		case "redirect_requested":
+			c.RedirectRequested = d.boolean(f, v)
+		}
+	})
+	for _, f := range []string{"status", "iteration", "stall_count", "prev_pending_count", "stop_requested", "redirect_requested"} {
+		if !seen[f] {
+			d.errorf("control."+f, n, "required field is missing")
+		}
+	}
+}
+
+func (d *decoder) atoms(s *State, n int32) {
+	if d.isNull(n) {
+		return
+	}
+	if d.t.nodes[n].kind != kSeq {
+		d.errorf("atoms", n, "must be a list, not %s", d.describe(n))
+		return
+	}
+	count := 0
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		count++
+	}
+	s.Atoms = make([]Atom, 0, count)
+	i := 0
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		f := "atoms[" + strconv.Itoa(i) + "]"
+		i++
+		a := Atom{Line: int(d.t.nodes[c].line)}
+		if !d.isMap(f, c) {
+			s.Atoms = append(s.Atoms, a)
+			continue
+		}
+		var hasID, hasStatus, hasDeps bool
+		d.each(c, func(key string, k, v int32) {
+			switch key {
+			case "id":
+				a.ID, hasID = d.str(f+".id", v), true
+			case "description":
+				a.Description = d.str(f+".description", v)
+			case "status":
+				a.Status, hasStatus = d.str(f+".status", v), true
+			case "depends_on":
+				a.DependsOn, hasDeps = d.strList(f+".depends_on", v), true
+			case "or_group":
+				a.ORGroup = d.str(f+".or_group", v)
+			case "attempts":
+				a.Attempts = d.integer(f+".attempts", v)
+			case "last_failure":
+				a.LastFailure = d.str(f+".last_failure", v)
+			}
+		})
+		if !hasID {
+			d.errorf(f+".id", c, "required field is missing")
+		}
+		if !hasStatus {
+			d.errorf(f+".status", c, "required field is missing")
+		}
+		if !hasDeps {
+			d.warnf(f+".depends_on", c, "missing (read as [])")
+		}
+		if a.DependsOn == nil {
+			a.DependsOn = []string{}
+		}
+		s.Atoms = append(s.Atoms, a)
+	}
+}
+
+func (d *decoder) decompositions(s *State, n int32) {
+	if d.isNull(n) {
+		return
+	}
+	if d.t.nodes[n].kind != kSeq {
+		d.errorf("decompositions", n, "must be a list, not %s", d.describe(n))
+		return
+	}
+	i := 0
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		f := "decompositions[" + strconv.Itoa(i) + "]"
+		i++
+		dc := Decomposition{Line: int(d.t.nodes[c].line)}
+		if d.isMap(f, c) {
+			d.each(c, func(key string, k, v int32) {
+				switch key {
+				case "parent":
+					dc.Parent = d.str(f+".parent", v)
+				case "children":
+					dc.Children = d.strList(f+".children", v)
+				case "reason":
+					dc.Reason = d.str(f+".reason", v)
+				}
+			})
+		}
+		s.Decompositions = append(s.Decompositions, dc)
+	}
+}
+
+func (d *decoder) orGroups(s *State, n int32) {
+	if d.isNull(n) || !d.isMap("or_groups", n) {
+		return
+	}
+	d.each(n, func(name string, k, v int32) {
+		f := "or_groups." + name
+		g := ORGroup{Name: name, Line: int(d.t.nodes[k].line)}
+		if d.isMap(f, v) {
+			d.each(v, func(key string, kk, vv int32) {
+				switch key {
+				case "choices":
+					g.Choices = d.strList(f+".choices", vv)
+				case "selected":
+					g.Selected = d.str(f+".selected", vv)
+				case "failed":
+					g.Failed = d.strList(f+".failed", vv)
+				case "speculative":
+					g.Speculative = d.boolean(f+".speculative", vv)
+				}
+			})
+		}
+		s.ORGroups = append(s.ORGroups, g)
+	})
+}
+
+func (d *decoder) bindings(s *State, n int32) {
+	if d.isNull(n) || !d.isMap("bindings", n) {
+		return
+	}
+	d.each(n, func(id string, k, v int32) {
+		f := "bindings." + id
+		b := Binding{AtomID: id, Line: int(d.t.nodes[k].line)}
+		if !d.isNull(v) && d.isMap(f, v) {
+			d.each(v, func(key string, kk, vv int32) {
+				switch key {
+				case "summary":
+					b.Summary = d.str(f+".summary", vv)
+				case "artifacts":
+					b.Artifacts = d.strList(f+".artifacts", vv)
+				}
+			})
+		}
+		if b.Artifacts == nil {
+			b.Artifacts = []string{}
+		}
+		s.Bindings = append(s.Bindings, b)
+	})
+}
+
+func (d *decoder) trail(s *State, n int32) {
+	if d.isNull(n) {
+		return
+	}
+	if d.t.nodes[n].kind != kSeq {
+		d.errorf("trail", n, "must be a list, not %s", d.describe(n))
+		return
+	}
+	i := 0
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		f := "trail[" + strconv.Itoa(i) + "]"
+		i++
+		var e TrailEntry
+		if d.isMap(f, c) {
+			d.each(c, func(key string, k, v int32) {
+				switch key {
+				case "or_group":
+					e.ORGroup = d.str(f+".or_group", v)
+				case "selected":
+					e.Selected = d.str(f+".selected", v)
+				case "reason":
+					e.Reason = d.str(f+".reason", v)
+				case "timestamp":
+					e.Timestamp = d.str(f+".timestamp", v)
+				}
+			})
+		}
+		s.Trail = append(s.Trail, e)
+	}
+}
+
+func (d *decoder) corrections(s *State, n int32) {
+	if d.isNull(n) {
+		return
+	}
+	if d.t.nodes[n].kind != kSeq {
+		d.errorf("corrections", n, "must be a list, not %s", d.describe(n))
+		return
+	}
+	i := 0
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		f := "corrections[" + strconv.Itoa(i) + "]"
+		i++
+		var e Correction
+		if d.isMap(f, c) {
+			d.each(c, func(key string, k, v int32) {
+				switch key {
+				case "timestamp":
+					e.Timestamp = d.str(f+".timestamp", v)
+				case "type":
+					e.Type = d.str(f+".type", v)
+				case "description":
+					e.Description = d.str(f+".description", v)
+				case "trail_cleared":
+					e.TrailCleared = d.boolean(f+".trail_cleared", v)
+				}
+			})
+		}
+		s.Corrections = append(s.Corrections, e)
+	}
+}
