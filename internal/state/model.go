@@ -245,3 +245,32 @@ func (s *State) DeleteBinding(atomID string) bool {
 	}
 	return false
 }
+
+// New returns a fresh state in the initial shape of the contract: control
+// pending, iteration 0, prev_pending_count -1, default constraints, empty
+// sections, and the user's original request as the Markdown body.
+func New(obj Objective, atoms []Atom, prompt string) *State {
+	if obj.Constraints.MaxIterations == 0 {
+		obj.Constraints.MaxIterations = DefaultMaxIterations
+	}
+	if obj.Constraints.MaxParallelAgents == 0 {
+		obj.Constraints.MaxParallelAgents = DefaultMaxParallelAgents
+	}
+	if obj.Constraints.MaxStallCount == 0 {
+		obj.Constraints.MaxStallCount = DefaultMaxStallCount
+	}
+	for i := range atoms {
+		if atoms[i].Status == "" {
+			atoms[i].Status = StatusPending
+		}
+		if atoms[i].DependsOn == nil {
+			atoms[i].DependsOn = []string{}
+		}
+	}
+	return &State{
+		Objective: obj,
+		Control:   Control{Status: ControlPending, PrevPendingCount: -1},
+		Atoms:     atoms,
+		Body:      "\n# Original Prompt\n\n" + prompt + "\n",
+	}
+}

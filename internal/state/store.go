@@ -1,0 +1,183 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gofrs/flock"
+)
+
+// DefaultPath is where the state file lives, relative to the project.
+const DefaultPath = ".claude/aot-loop-state.md"
+
+// ErrNotExist is returned when the state file does not exist.
+var ErrNotExist = errors.New("state file not found")
+
+// ValidationError is a change refused because it breaks the contract.
+type ValidationError struct {
+	File   string
+	Issues []Issue
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Issues))
+	for i, is := range e.Issues {
+		parts[i] = is.String()
+	}
+	return fmt.Sprintf("%s: change refused: %s", e.File, strings.Join(parts, "; "))
+}
+
+// Store reads and changes one state file. Every change goes through Update.
+type Store struct {
+	path string
+}
+
+// NewStore returns the store of the state file at path.
+func NewStore(path string) *Store { return &Store{path: path} }
+
+// Path is the state file's path.
+func (st *Store) Path() string { return st.path }
+
+// Read returns the current state. It takes no lock: writes replace the file
+// atomically, so a reader sees either the old or the new file.
+func (st *Store) Read() (*State, error) {
+	data, err := os.ReadFile(st.path)
+	if err != nil {
+		return nil, st.readError(err)
+	}
+	return st.parse(data)
+}
+
+func (st *Store) readError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", ErrNotExist, st.path)
+	}
+	return fmt.Errorf("read state file: %w", err)
+}
+
+func (st *Store) parse(data []byte) (*State, error) {
+	s, err := Parse(data)
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			pe.File = st.path
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// Update applies fn to the state under a cross-process lock: it re-reads the
+// file inside the lock, applies fn, refuses the change if it adds contract
+// errors or makes an illegal status transition, and replaces the file
+// atomically. When fn fails or the change is refused, the file is left
+// byte-identical. It returns the state as written.
+func (st *Store) Update(fn func(*State) error) (*State, error) {
+	unlock, err := st.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	data, err := os.ReadFile(st.path)
+	if err != nil {
+		return nil, st.readError(err)
+	}
+	s, err := st.parse(data)
+	if err != nil {
+		return nil, err
+	}
+	before := Validate(s)
+	if err := fn(s); err != nil {
+		return nil, err
+	}
+	after := Validate(s)
+	issues := append(newIssues(before.Errors, after.Errors), transitionIssues(s.doc.snap, s)...)
+	if len(issues) > 0 {
+		return nil, &ValidationError{File: st.path, Issues: issues}
+	}
+	out := Marshal(s)
+	if bytes.Equal(out, data) {
+		return s, nil
+	}
+	if err := writeAtomic(st.path, out); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Create writes a new state file; it refuses to replace an existing one
+// unless overwrite is set. The state must be valid.
+func (st *Store) Create(s *State, overwrite bool) error {
+	if r := Validate(s); !r.Valid() {
+		return &ValidationError{File: st.path, Issues: r.Errors}
+	}
+	if err := os.MkdirAll(filepath.Dir(st.path), 0o755); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+	unlock, err := st.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !overwrite {
+		if _, err := os.Stat(st.path); err == nil {
+			return fmt.Errorf("%s already exists (use --force to replace it)", st.path)
+		}
+	}
+	return writeAtomic(st.path, Marshal(s))
+}
+
+func (st *Store) lock() (func(), error) {
+	dir := filepath.Dir(st.path)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, st.readError(err)
+	}
+	l := flock.New(st.path + ".lock")
+	if err := l.Lock(); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", st.path, err)
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
+// writeAtomic replaces path with data: a temp file in the same directory,
+// fsync, rename over the old file, fsync of the directory. A crash at any
+// moment leaves either the old or the new file, never a mix.
+func writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
