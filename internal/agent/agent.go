@@ -1,0 +1,167 @@
+// Package agent defines what the engine asks of an agent (a role, an atom and
+// only the context that atom needs) and the backends that answer it.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Role is what an agent is asked to do.
+type Role string
+
+const (
+	Probe    Role = "probe"    // read-only investigation: is the atom feasible?
+	Worker   Role = "worker"   // do the atom's work
+	Verifier Role = "verifier" // check the base case
+	Judge    Role = "judge"    // score a quality or assertion check
+	Planner  Role = "planner"  // propose new atoms or decompositions
+)
+
+// AtomRef is the atom a task is about.
+type AtomRef struct {
+	ID          string   `json:"id"`
+	Description string   `json:"description"`
+	DependsOn   []string `json:"depends_on"`
+	ORGroup     string   `json:"or_group,omitempty"`
+}
+
+// Objective is the part of the objective every agent sees.
+type Objective struct {
+	Goal             string `json:"goal"`
+	BackgroundIntent string `json:"background_intent,omitempty"`
+	Deliverables     string `json:"deliverables,omitempty"`
+	DefinitionOfDone string `json:"definition_of_done,omitempty"`
+}
+
+// Binding is a resolved dependency's contracted result.
+type Binding struct {
+	Summary   string   `json:"summary"`
+	Artifacts []string `json:"artifacts"`
+}
+
+// Task is everything an agent gets: the atom, the objective and the bindings
+// of the atom's dependencies only, so its size does not grow with the DAG.
+type Task struct {
+	Role      Role               `json:"role"`
+	Atom      AtomRef            `json:"atom"`
+	Objective Objective          `json:"objective"`
+	Bindings  map[string]Binding `json:"bindings"`
+	Workdir   string             `json:"workdir"`
+	Attempt   int                `json:"attempt"`
+	StateFile string             `json:"state_file,omitempty"`
+	// LastFailure tells a retry why the previous attempt failed.
+	LastFailure string `json:"last_failure,omitempty"`
+	// Check is the check a judge scores.
+	Check any `json:"check,omitempty"`
+	// Failures are what verification found missing, for the planner.
+	Failures []string `json:"failures,omitempty"`
+}
+
+// Usage is what an attempt consumed, as the agent reports it.
+type Usage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// PlannedAtom is a new atom proposed by a planner.
+type PlannedAtom struct {
+	ID          string   `json:"id"`
+	Description string   `json:"description"`
+	DependsOn   []string `json:"depends_on"`
+	ORGroup     string   `json:"or_group,omitempty"`
+}
+
+// PlannedDecomposition splits an atom into new children.
+type PlannedDecomposition struct {
+	Parent   string        `json:"parent"`
+	Children []PlannedAtom `json:"children"`
+	Reason   string        `json:"reason"`
+}
+
+// Result is a role's answer. Which fields matter depends on the role.
+type Result struct {
+	Success   bool     `json:"success"`
+	Summary   string   `json:"summary,omitempty"`
+	Artifacts []string `json:"artifacts,omitempty"`
+
+	Feasible     bool   `json:"feasible"`
+	Findings     string `json:"findings,omitempty"`
+	CostEstimate any    `json:"cost_estimate,omitempty"`
+
+	Passed   bool     `json:"passed"`
+	Evidence string   `json:"evidence,omitempty"`
+	Failures []string `json:"failures,omitempty"`
+	Score    float64  `json:"score,omitempty"`
+
+	Atoms          []PlannedAtom          `json:"atoms,omitempty"`
+	Decompositions []PlannedDecomposition `json:"decompositions,omitempty"`
+
+	Usage Usage `json:"usage"`
+}
+
+// OK reports whether the result counts as a success for its role.
+func (r Result) OK(role Role) bool {
+	switch role {
+	case Worker:
+		return r.Success
+	case Probe:
+		return r.Feasible
+	case Verifier, Judge:
+		return r.Passed
+	case Planner:
+		return len(r.Atoms)+len(r.Decompositions) > 0
+	}
+	return false
+}
+
+// Agent answers tasks. An error means the attempt failed (crash, timeout,
+// garbage output); a Result with OK false means the agent itself said no.
+type Agent interface {
+	Run(ctx context.Context, t Task) (Result, error)
+}
+
+// AttemptError is a failed attempt with its reason.
+type AttemptError struct {
+	Reason string
+	Usage  Usage
+}
+
+func (e *AttemptError) Error() string { return e.Reason }
+
+// requiredKey is the key a role's answer must carry.
+var requiredKey = map[Role]string{Worker: "success", Probe: "feasible", Verifier: "passed", Judge: "passed"}
+
+// Decode reads a role's answer: exactly one JSON object carrying the role's
+// key with the right type.
+func Decode(role Role, data []byte) (Result, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Result{}, fmt.Errorf("the answer is not one JSON object: %w", err)
+	}
+	if key, ok := requiredKey[role]; ok {
+		v, present := raw[key]
+		if !present {
+			return Result{}, fmt.Errorf("the %s answer has no %q key", role, key)
+		}
+		var b bool
+		if err := json.Unmarshal(v, &b); err != nil {
+			return Result{}, fmt.Errorf("the %s answer's %q must be true or false", role, key)
+		}
+	}
+	if role == Planner {
+		if _, a := raw["atoms"]; !a {
+			if _, d := raw["decompositions"]; !d {
+				return Result{}, errors.New(`the planner answer has neither "atoms" nor "decompositions"`)
+			}
+		}
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Result{}, fmt.Errorf("the %s answer has a field of the wrong type: %w", role, err)
+	}
+	return r, nil
+}
