@@ -78,4 +78,3 @@ func TestExecAgentEnvironmentAndLog(t *testing.T) {
 		t.Errorf("log = %q", log)
 	}
 }
-

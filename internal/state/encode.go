@@ -89,7 +89,7 @@ func (e *encoder) float(v float64) int32 {
 }
 
 func (e *encoder) boolean(v bool) int32 { return e.t.scalar(strconv.FormatBool(v), tBool) }
-func (e *encoder) null() int32         { return e.t.scalar("null", tNull) }
+func (e *encoder) null() int32          { return e.t.scalar("null", tNull) }
 
 func (e *encoder) idents(list []string) int32 {
 	q := e.t.newSeq()

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -69,6 +70,12 @@ func (c *converter) node(n ast.Node, depth int) (int32, error) {
 	case *ast.LiteralNode:
 		return c.t.add(node{kind: kScalar, style: stOther, tag: tStr, val: v.Value.Value, line: line}), nil
 	case *ast.IntegerNode:
+		if raw := v.Token.Value; !isDecimalInt(raw) {
+			// 010 (octal in YAML 1.1, ten in 1.2), 0x10, +5, 1_000: readers
+			// disagree on these (seed defect D19), so keep the text; an
+			// integer field then reports it instead of reading 010 as 8.
+			return c.t.add(node{kind: kScalar, style: stOther, tag: tStr, val: raw, line: line}), nil
+		}
 		return c.t.add(node{kind: kScalar, style: stOther, tag: tInt, val: fmt.Sprint(v.Value), line: line}), nil
 	case *ast.FloatNode:
 		return c.t.add(node{kind: kScalar, style: stOther, tag: tFloat, val: strconv.FormatFloat(v.Value, 'g', -1, 64), line: line}), nil
@@ -165,4 +172,13 @@ func (c *converter) entry(m int32, mv *ast.MappingValueNode, depth int, keys *ke
 	c.t.nodes[k].next = v
 	c.t.nodes[m].last = v
 	return nil
+}
+
+// isDecimalInt reports whether s is a plain decimal integer without a
+// leading zero, the only integer spelling every YAML reader agrees on.
+func isDecimalInt(s string) bool {
+	if strings.HasPrefix(s, "-") {
+		s = s[1:]
+	}
+	return isDigits(s) && (len(s) == 1 || s[0] != '0')
 }

@@ -76,9 +76,9 @@ type Constraints struct {
 
 // BaseCase is either the legacy single check or a checklist.
 type BaseCase struct {
-	Legacy    *Check          // set for the legacy form {type, value}
-	Checklist []ChecklistItem // set for the checklist form
-	HasChecklist bool         // the checklist key was present (an empty checklist is an error, not a pass)
+	Legacy       *Check          // set for the legacy form {type, value}
+	Checklist    []ChecklistItem // set for the checklist form
+	HasChecklist bool            // the checklist key was present (an empty checklist is an error, not a pass)
 }
 
 // ChecklistItem is one named entry: a single check, an AND group or an OR group.

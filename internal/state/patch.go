@@ -167,11 +167,19 @@ func (p *patcher) value(o, n int32, colon, indent, eend int, inSeq bool) {
 			return
 		}
 	}
-	// Rewrite the whole value after the indicator, keeping unknown keys.
+	// Rewrite the whole value after the indicator, keeping unknown keys. A
+	// scalar or flow value ends with its line: comment and blank lines after
+	// it belong to what follows and are kept.
 	p.keepUnknown(o, n)
+	end := eend
+	if on.kind == kScalar || on.style == stFlow {
+		if i := strings.IndexByte(p.old.src[on.end:], '\n'); i >= 0 && int(on.end)+i+1 < end {
+			end = int(on.end) + i + 1
+		}
+	}
 	var b strings.Builder
 	renderAfterIndicator(&b, p.new, n, indent, inSeq)
-	p.replace(colon, eend, b.String())
+	p.replace(colon, end, b.String())
 }
 
 // mapEntries patches block map o entry by entry; false when it cannot.

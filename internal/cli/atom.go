@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+func newCmdAtom(d *deps, g *globalOptions) *cobra.Command {
+	cmd := newGroupCmd("atom", "Change atoms of the work graph: set, add, decompose")
+	cmd.AddCommand(
+		newCmdAtomSet(d, g, nil),
+		newCmdAtomAdd(d, g, nil),
+		newCmdAtomDecompose(d, g, nil),
+	)
+	return cmd
+}
+
+// update applies fn to the state file under the store's lock. A refused
+// change leaves the file byte-identical.
+func update(g *globalOptions, fn func(*state.State) error) (*state.State, error) {
+	s, err := g.store().Update(fn)
+	if err != nil {
+		return nil, describeReadError(err)
+	}
+	return s, nil
+}
+
+// splitList splits a comma-separated flag value, trimming blanks and
+// refusing empty entries (a trailing comma is a mistake, not an empty id).
+func splitList(flag, v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return []string{}, nil
+	}
+	parts := strings.Split(v, ",")
+	out := make([]string, 0, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil, usagef("--%s: entry %d of %q is empty", flag, i+1, v)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// --- aot atom set ---
+
+type atomSetOptions struct {
+	IO     *streams
+	Global *globalOptions
+	ID     string
+	Status string
+}
+
+var atomStatuses = []string{state.StatusPending, state.StatusInProgress, state.StatusResolved}
+
+func newCmdAtomSet(d *deps, g *globalOptions, runF func(*atomSetOptions) error) *cobra.Command {
+	opts := &atomSetOptions{IO: d.io, Global: g}
+	return &cobra.Command{
+		Use:   "set ID STATUS",
+		Short: "Set an atom's status (pending, in_progress, resolved)",
+		Long: `Set the status of atom ID. Legal changes: pending -> in_progress ->
+resolved, and any status back to pending. pending -> resolved is refused: an
+atom is resolved by finishing work on it (only a decomposed parent resolves
+directly, automatically, when all its children are resolved).
+
+JSON: {success, atom_id, status}.`,
+		Args: chainArgs(exactArgs("ID", "STATUS"), oneOfArg(1, "status", atomStatuses...)),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			opts.ID, opts.Status = args[0], args[1]
+			if runF != nil {
+				return runF(opts)
+			}
+			return atomSetRun(opts)
+		}),
+	}
+}
+
+type atomSetDoc struct {
+	Success bool   `json:"success"`
+	AtomID  string `json:"atom_id"`
+	Status  string `json:"status"`
+}
+
+func atomSetRun(opts *atomSetOptions) error {
+	_, err := update(opts.Global, func(s *state.State) error {
+		return dag.SetStatus(s, opts.ID, opts.Status)
+	})
+	if err != nil {
+		return err
+	}
+	if opts.Global.JSON {
+		writeJSON(opts.IO.Out, atomSetDoc{Success: true, AtomID: opts.ID, Status: opts.Status})
+		return nil
+	}
+	fmt.Fprintf(opts.IO.Out, "%s is now %s\n", opts.ID, opts.IO.status(opts.Status))
+	return nil
+}
+
+// --- aot atom add ---
+
+type atomAddOptions struct {
+	IO          *streams
+	Global      *globalOptions
+	ID          string
+	Description string
+	DependsOn   []string
+	ORGroup     string
+}
+
+func newCmdAtomAdd(d *deps, g *globalOptions, runF func(*atomAddOptions) error) *cobra.Command {
+	opts := &atomAddOptions{IO: d.io, Global: g}
+	var deps string
+	cmd := &cobra.Command{
+		Use:   "add ID --description D [--depends-on A1,A2] [--or-group G]",
+		Short: "Add a pending atom to the work graph",
+		Long: `Add a new pending atom. The id must be new, every dependency must exist,
+and the new edges must not close a cycle. With --or-group the atom joins that
+OR group as another choice (a new group is created with it selected).
+
+JSON: {success, atom_id, depends_on, or_group?}.`,
+		Args: exactArgs("ID"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if strings.TrimSpace(opts.Description) == "" {
+				return usagef("--description is required and must not be blank")
+			}
+			list, err := splitList("depends-on", deps)
+			if err != nil {
+				return err
+			}
+			opts.DependsOn = list
+			if runF != nil {
+				return runF(opts)
+			}
+			return atomAddRun(opts)
+		}),
+	}
+	cmd.Flags().StringVar(&opts.Description, "description", "", "what the atom must achieve (required)")
+	cmd.Flags().StringVar(&deps, "depends-on", "", "comma-separated `ids` the atom depends on")
+	cmd.Flags().StringVar(&opts.ORGroup, "or-group", "", "OR group `name` the atom is a choice of")
+	return cmd
+}
+
+type atomAddDoc struct {
+	Success   bool     `json:"success"`
+	AtomID    string   `json:"atom_id"`
+	DependsOn []string `json:"depends_on"`
+	ORGroup   string   `json:"or_group,omitempty"`
+}
+
+func atomAddRun(opts *atomAddOptions) error {
+	a := state.Atom{ID: opts.ID, Description: opts.Description, Status: state.StatusPending, DependsOn: opts.DependsOn, ORGroup: opts.ORGroup}
+	if _, err := update(opts.Global, func(s *state.State) error { return dag.AddAtom(s, a) }); err != nil {
+		return err
+	}
+	if opts.Global.JSON {
+		writeJSON(opts.IO.Out, atomAddDoc{Success: true, AtomID: a.ID, DependsOn: a.DependsOn, ORGroup: a.ORGroup})
+		return nil
+	}
+	fmt.Fprintf(opts.IO.Out, "added %s (depends on %s)\n", a.ID, orDash(strings.Join(a.DependsOn, ", ")))
+	return nil
+}
+
+// --- aot atom decompose ---
+
+type atomDecomposeOptions struct {
+	IO       *streams
+	Global   *globalOptions
+	Parent   string
+	Children []state.Atom
+	Reason   string
+}
+
+func newCmdAtomDecompose(d *deps, g *globalOptions, runF func(*atomDecomposeOptions) error) *cobra.Command {
+	opts := &atomDecomposeOptions{IO: d.io, Global: g}
+	var children []string
+	cmd := &cobra.Command{
+		Use:   "decompose PARENT --child ID=DESCRIPTION ... --reason R",
+		Short: "Split an atom into child atoms",
+		Long: `Split PARENT into children. Each --child ID=DESCRIPTION adds one pending
+child that inherits the parent's dependencies. The parent stays pending and is
+not executable until every child is resolved; then it resolves automatically
+with a binding that names its children and carries their artifacts.
+
+JSON: {success, parent, children, inherited_deps}.`,
+		Args: exactArgs("PARENT"),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			opts.Parent = args[0]
+			if len(children) == 0 {
+				return usagef("at least one --child ID=DESCRIPTION is required")
+			}
+			if strings.TrimSpace(opts.Reason) == "" {
+				return usagef("--reason is required and must not be blank")
+			}
+			seen := map[string]bool{}
+			opts.Children = opts.Children[:0]
+			for _, c := range children {
+				id, desc, ok := strings.Cut(c, "=")
+				id, desc = strings.TrimSpace(id), strings.TrimSpace(desc)
+				if !ok || id == "" || desc == "" {
+					return usagef("--child %q: want ID=DESCRIPTION with both parts non-empty", c)
+				}
+				if seen[id] {
+					return usagef("--child: id %q is given twice", id)
+				}
+				seen[id] = true
+				opts.Children = append(opts.Children, state.Atom{ID: id, Description: desc, Status: state.StatusPending})
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return atomDecomposeRun(opts)
+		}),
+	}
+	cmd.Flags().StringArrayVar(&children, "child", nil, "a child as `ID=DESCRIPTION` (repeat for each child)")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why the atom is split (required)")
+	return cmd
+}
+
+type atomDecomposeDoc struct {
+	Success       bool     `json:"success"`
+	Parent        string   `json:"parent"`
+	Children      []string `json:"children"`
+	InheritedDeps []string `json:"inherited_deps"`
+}
+
+func atomDecomposeRun(opts *atomDecomposeOptions) error {
+	var inherited []string
+	_, err := update(opts.Global, func(s *state.State) error {
+		var err error
+		inherited, err = dag.Decompose(s, opts.Parent, opts.Children, opts.Reason)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(opts.Children))
+	for _, c := range opts.Children {
+		ids = append(ids, c.ID)
+	}
+	if inherited == nil {
+		inherited = []string{}
+	}
+	if opts.Global.JSON {
+		writeJSON(opts.IO.Out, atomDecomposeDoc{Success: true, Parent: opts.Parent, Children: ids, InheritedDeps: inherited})
+		return nil
+	}
+	fmt.Fprintf(opts.IO.Out, "decomposed %s into %s (inherited dependencies: %s)\n", opts.Parent, strings.Join(ids, ", "), orDash(strings.Join(inherited, ", ")))
+	return nil
+}

@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+type stateOptions struct {
+	IO     *streams
+	Global *globalOptions
+}
+
+const stateLong = `Show the loop's control fields, the work graph and the bindings.
+
+executable_atoms is the full set of atoms that could start now by the rules of
+the work graph, not capped by max_parallel_agents: pending atoms whose
+dependencies are resolved (an OR group counts as resolved when its selected
+choice is), only the selected choice of an OR group, and never a decomposed
+parent whose children are unresolved. A binding alone never resolves an atom.
+
+JSON: {exists, status, iteration, stall_count, prev_pending_count,
+stop_requested, redirect_requested, stop_reason, atoms: [{id, description,
+status, depends_on, or_group?}], executable_atoms: [id], bindings: {id:
+{summary, artifacts}}, summary: {total, pending, in_progress, resolved,
+executable}}. A missing or unreadable file gives {error, exists} and exit 1.`
+
+func newCmdState(d *deps, g *globalOptions, runF func(*stateOptions) error) *cobra.Command {
+	opts := &stateOptions{IO: d.io, Global: g}
+	return &cobra.Command{
+		Use:   "state",
+		Short: "Show the state: control, atoms, executable atoms, bindings",
+		Long:  stateLong,
+		Args:  cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return stateRun(opts)
+		}),
+	}
+}
+
+type stateAtomDoc struct {
+	ID          string   `json:"id"`
+	Description string   `json:"description"`
+	Status      string   `json:"status"`
+	DependsOn   []string `json:"depends_on"`
+	ORGroup     string   `json:"or_group,omitempty"`
+}
+
+type stateSummaryDoc struct {
+	Total      int `json:"total"`
+	Pending    int `json:"pending"`
+	InProgress int `json:"in_progress"`
+	Resolved   int `json:"resolved"`
+	Executable int `json:"executable"`
+}
+
+type stateDoc struct {
+	Exists            bool            `json:"exists"`
+	Status            string          `json:"status"`
+	Iteration         int             `json:"iteration"`
+	StallCount        int             `json:"stall_count"`
+	PrevPendingCount  int             `json:"prev_pending_count"`
+	StopRequested     bool            `json:"stop_requested"`
+	RedirectRequested bool            `json:"redirect_requested"`
+	StopReason        *string         `json:"stop_reason"`
+	Atoms             []stateAtomDoc  `json:"atoms"`
+	ExecutableAtoms   []string        `json:"executable_atoms"`
+	Bindings          bindingsDoc     `json:"bindings"`
+	Summary           stateSummaryDoc `json:"summary"`
+}
+
+// stateErrorDoc is read_state's error shape.
+type stateErrorDoc struct {
+	Error  string `json:"error"`
+	Exists bool   `json:"exists"`
+}
+
+// bindingsDoc renders bindings as a JSON object in file order.
+type bindingsDoc []state.Binding
+
+type bindingDoc struct {
+	Summary   string   `json:"summary"`
+	Artifacts []string `json:"artifacts"`
+}
+
+func (b bindingsDoc) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, x := range b {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		k, err := json.Marshal(x.AtomID)
+		if err != nil {
+			return nil, err
+		}
+		arts := x.Artifacts
+		if arts == nil {
+			arts = []string{}
+		}
+		v, err := json.Marshal(bindingDoc{Summary: x.Summary, Artifacts: arts})
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+func stateRun(opts *stateOptions) error {
+	s, err := readState(opts.Global)
+	if err != nil {
+		if opts.Global.JSON {
+			writeJSON(opts.IO.Out, stateErrorDoc{Error: sentence(err), Exists: !errors.Is(err, state.ErrNotExist)})
+			return reported(exitFail)
+		}
+		return err
+	}
+	doc := newStateDoc(s)
+	if opts.Global.JSON {
+		writeJSON(opts.IO.Out, doc)
+		return nil
+	}
+	printState(opts.IO, s, doc)
+	return nil
+}
+
+func newStateDoc(s *state.State) stateDoc {
+	doc := stateDoc{
+		Exists:            true,
+		Status:            s.Control.Status,
+		Iteration:         s.Control.Iteration,
+		StallCount:        s.Control.StallCount,
+		PrevPendingCount:  s.Control.PrevPendingCount,
+		StopRequested:     s.Control.StopRequested,
+		RedirectRequested: s.Control.RedirectRequested,
+		StopReason:        s.Control.StopReason,
+		Atoms:             make([]stateAtomDoc, 0, len(s.Atoms)),
+		ExecutableAtoms:   []string{},
+		Bindings:          bindingsDoc(s.Bindings),
+	}
+	for _, a := range s.Atoms {
+		deps := a.DependsOn
+		if deps == nil {
+			deps = []string{}
+		}
+		doc.Atoms = append(doc.Atoms, stateAtomDoc{ID: a.ID, Description: a.Description, Status: a.Status, DependsOn: deps, ORGroup: a.ORGroup})
+		switch a.Status {
+		case state.StatusPending:
+			doc.Summary.Pending++
+		case state.StatusInProgress:
+			doc.Summary.InProgress++
+		case state.StatusResolved:
+			doc.Summary.Resolved++
+		}
+	}
+	for _, a := range dag.Executable(s, 0) {
+		doc.ExecutableAtoms = append(doc.ExecutableAtoms, a.ID)
+	}
+	doc.Summary.Total = len(s.Atoms)
+	doc.Summary.Executable = len(doc.ExecutableAtoms)
+	return doc
+}
+
+func printState(io *streams, s *state.State, doc stateDoc) {
+	sum := doc.Summary
+	tw := io.table()
+	fmt.Fprintf(tw, "Loop\t%s, iteration %d, stall %d/%d\n", io.status(doc.Status), doc.Iteration, doc.StallCount, s.Objective.Constraints.MaxStallCount)
+	if doc.StopRequested || doc.StopReason != nil {
+		reason := "-"
+		if doc.StopReason != nil {
+			reason = *doc.StopReason
+		}
+		fmt.Fprintf(tw, "Stop\trequested %t, reason: %s\n", doc.StopRequested, reason)
+	}
+	if doc.RedirectRequested {
+		fmt.Fprintf(tw, "Redirect\trequested\n")
+	}
+	fmt.Fprintf(tw, "Atoms\t%d: %d pending, %d in progress, %d resolved\n", sum.Total, sum.Pending, sum.InProgress, sum.Resolved)
+	fmt.Fprintf(tw, "Executable\t%s\n", orDash(strings.Join(doc.ExecutableAtoms, ", ")))
+	_ = tw.Flush()
+	if len(s.Atoms) > 0 {
+		fmt.Fprintln(io.Out)
+		tw = io.table()
+		fmt.Fprintf(tw, "ID\t%s\tDEPENDS ON\tOR GROUP\tDESCRIPTION\n", io.paint(styleDefault, "STATUS"))
+		for _, a := range doc.Atoms {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, io.status(a.Status), orDash(strings.Join(a.DependsOn, ",")), orDash(a.ORGroup), oneLine(a.Description, 60))
+		}
+		_ = tw.Flush()
+	}
+	if len(s.Bindings) > 0 {
+		fmt.Fprintln(io.Out)
+		tw = io.table()
+		fmt.Fprintln(tw, "BINDING\tARTIFACTS\tSUMMARY")
+		for _, b := range s.Bindings {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", b.AtomID, len(b.Artifacts), oneLine(b.Summary, 60))
+		}
+		_ = tw.Flush()
+	}
+}

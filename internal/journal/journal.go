@@ -1,0 +1,218 @@
+// Package journal is the loop's append-only event log: one JSON object per
+// line in .claude/aot-loop/events.ndjson. It is the engine's write-ahead log:
+// an event is durable once Sync returns.
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Dir is the directory beside the state file that holds the journal and the
+// per-attempt agent logs.
+const Dir = "aot-loop"
+
+// FileName is the journal's file name inside Dir.
+const FileName = "events.ndjson"
+
+// PathFor returns the journal path for a state file.
+func PathFor(stateFile string) string {
+	return filepath.Join(filepath.Dir(stateFile), Dir, FileName)
+}
+
+// Event types.
+const (
+	RunStart    = "run_start"
+	RunResume   = "run_resume"
+	Iteration   = "iteration"
+	AtomStart   = "atom_start"
+	AtomFinish  = "atom_finish"
+	AtomReset   = "atom_reset"
+	ORSwitch    = "or_switch"
+	ORExhausted = "or_exhausted"
+	Decompose   = "decompose"
+	AddAtom     = "add_atom"
+	ParentDone  = "parent_resolved"
+	Verify      = "verify"
+	Progress    = "progress"
+	Stall       = "stall"
+	Redirect    = "redirect"
+	Stop        = "stop"
+)
+
+// Event is one line of the journal. Fields that do not apply are left out.
+type Event struct {
+	Time       time.Time      `json:"time"`
+	Type       string         `json:"type"`
+	Iteration  int            `json:"iteration,omitempty"`
+	Atom       string         `json:"atom,omitempty"`
+	Role       string         `json:"role,omitempty"`
+	Attempt    int            `json:"attempt,omitempty"`
+	OK         *bool          `json:"ok,omitempty"`
+	DurationMS int64          `json:"duration_ms,omitempty"`
+	Reason     string         `json:"reason,omitempty"`
+	Tokens     int64          `json:"tokens,omitempty"`
+	CostUSD    float64        `json:"cost_usd,omitempty"`
+	Data       map[string]any `json:"data,omitempty"`
+}
+
+// Bool is a helper for Event.OK.
+func Bool(b bool) *bool { return &b }
+
+// Journal appends events to one file. It is safe for concurrent use.
+type Journal struct {
+	mu    sync.Mutex
+	f     *os.File
+	w     *bufio.Writer
+	dirty bool
+	now   func() time.Time
+}
+
+// Open opens (creating it and its directory if needed) the journal at path
+// for appending. A torn last line left by a crash (an event that was never
+// synced) is cut off, so the file stays a sequence of whole lines.
+func Open(path string) (*Journal, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := cutTornTail(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("journal: %s: %w", path, err)
+	}
+	return &Journal{f: f, w: bufio.NewWriterSize(f, 64<<10), now: time.Now}, nil
+}
+
+// cutTornTail truncates f after its last newline.
+func cutTornTail(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := fi.Size()
+	buf := make([]byte, 64<<10)
+	for pos := end; pos > 0; {
+		n := int64(len(buf))
+		if pos < n {
+			n = pos
+		}
+		pos -= n
+		if _, err := f.ReadAt(buf[:n], pos); err != nil && err != io.EOF {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			keep := pos + int64(i) + 1
+			if keep == end {
+				return nil
+			}
+			return f.Truncate(keep)
+		}
+	}
+	if end == 0 {
+		return nil
+	}
+	return f.Truncate(0)
+}
+
+// Append buffers one event; it is written by the next Sync (or once the
+// buffer fills). A zero Time is set to now.
+func (j *Journal) Append(e Event) error {
+	if e.Time.IsZero() {
+		e.Time = j.now()
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal: closed")
+	}
+	line = append(line, '\n')
+	if _, err := j.w.Write(line); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.dirty = true
+	return nil
+}
+
+// Sync writes buffered events and fsyncs the file: once it returns, every
+// appended event survives a crash.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil || !j.dirty {
+		return nil
+	}
+	if err := j.w.Flush(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal: fsync: %w", err)
+	}
+	j.dirty = false
+	return nil
+}
+
+// Close syncs and closes the journal.
+func (j *Journal) Close() error {
+	err := j.Sync()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f != nil {
+		if cerr := j.f.Close(); err == nil {
+			err = cerr
+		}
+		j.f = nil
+	}
+	return err
+}
+
+// Read returns every complete event of the journal at path. A torn last line
+// (a crash mid-write) is ignored; a malformed line elsewhere is an error
+// naming its line number.
+func Read(path string) ([]Event, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return decode(data, path)
+}
+
+func decode(data []byte, path string) ([]Event, error) {
+	var out []Event
+	r := bufio.NewReader(bytes.NewReader(data))
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		complete := err == nil
+		if len(bytes.TrimSpace(line)) > 0 {
+			var e Event
+			if jerr := json.Unmarshal(line, &e); jerr != nil {
+				if !complete {
+					break // torn tail
+				}
+				return out, fmt.Errorf("%s:%d: %v", path, n, jerr)
+			}
+			out = append(out, e)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}

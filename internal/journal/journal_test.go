@@ -1,0 +1,83 @@
+package journal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAppendSyncRead(t *testing.T) {
+	path := PathFor(filepath.Join(t.TempDir(), ".claude", "aot-loop-state.md"))
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	want := []Event{
+		{Time: at, Type: RunStart},
+		{Time: at, Type: AtomFinish, Atom: "A1", OK: Bool(true), DurationMS: 12, Tokens: 300, CostUSD: 0.01},
+	}
+	for _, e := range want {
+		if err := j.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("events (-want +got):\n%s", d)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTornTailIsCutOnOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	whole := `{"time":"2026-11-22T10:00:00Z","type":"run_start"}` + "\n"
+	if err := os.WriteFile(path, []byte(whole+`{"time":"2026-11-2`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Read = %v, %v; want the one complete event", got, err)
+	}
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(Event{Type: Stop, Reason: "manual"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err = Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[1].Type != Stop || got[1].Reason != "manual" {
+		t.Fatalf("events after reopen = %+v; want run_start then stop", got)
+	}
+}
+
+func TestMalformedLineNamesItsNumber(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	data := `{"type":"run_start"}` + "\n" + "not json\n" + `{"type":"stop"}` + "\n"
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Read(path)
+	if err == nil || !strings.Contains(err.Error(), path+":2:") {
+		t.Fatalf("Read error = %v; want one naming line 2", err)
+	}
+}
