@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -23,6 +24,9 @@ func newCmdAtom(d *deps, g *globalOptions) *cobra.Command {
 // update applies fn to the state file under the store's lock. A refused
 // change leaves the file byte-identical.
 func update(g *globalOptions, fn func(*state.State) error) (*state.State, error) {
+	if pid, held, err := runlock.Holder(g.StateFile); err == nil && held {
+		return nil, fmt.Errorf("the loop is running (engine pid %d) and would overwrite this change: use aot stop, or aot redirect to change it while it runs", pid)
+	}
 	s, err := g.store().Update(fn)
 	if err != nil {
 		return nil, describeReadError(err)

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -148,32 +147,9 @@ func gateRun(opts *gateOptions) error {
 
 // gateMissing lists every unmet start condition as a sentence.
 func gateMissing(s *state.State) []string {
-	missing := []string{}
-	for _, e := range state.Validate(s).Errors {
-		missing = append(missing, "the state is invalid: "+e.String())
-	}
-	o := &s.Objective
-	for _, f := range []struct{ name, val string }{
-		{"goal", o.Goal},
-		{"background_intent", o.BackgroundIntent},
-		{"deliverables", o.Deliverables},
-		{"definition_of_done", o.DefinitionOfDone},
-	} {
-		if strings.TrimSpace(f.val) == "" {
-			missing = append(missing, "objective."+f.name+" is missing or empty")
-		}
-	}
-	switch b := o.BaseCase; {
-	case b == nil:
-		missing = append(missing, "objective.base_case is missing")
-	case b.Legacy == nil && len(b.Checklist) == 0:
-		missing = append(missing, "objective.base_case has no checks (the checklist is empty)")
-	}
-	if len(s.Atoms) == 0 {
-		missing = append(missing, "the work graph has no atoms (at least 1 is needed)")
-	}
+	missing := s.Missing()
 	if st := s.Control.Status; st != state.ControlPending && st != state.ControlStopped {
-		missing = append(missing, fmt.Sprintf("control.status must be pending or stopped, not %q", st))
+		missing = append(missing, state.StatusMissing(st, state.ControlPending, state.ControlStopped))
 	}
 	return missing
 }

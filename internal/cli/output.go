@@ -19,12 +19,14 @@ type streams struct {
 	Out    io.Writer
 	ErrOut io.Writer
 	color  bool
+	tty    bool // stdout is a terminal: live progress is shown
 }
 
 func newStreams(in io.Reader, out, errOut io.Writer, getenv func(string) string) *streams {
 	s := &streams{In: in, Out: out, ErrOut: errOut}
-	if f, ok := out.(*os.File); ok && getenv("NO_COLOR") == "" {
-		s.color = isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+	if f, ok := out.(*os.File); ok {
+		s.tty = isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+		s.color = s.tty && getenv("NO_COLOR") == ""
 	}
 	return s
 }

@@ -93,6 +93,16 @@ func newCmdRoot(d *deps) *cobra.Command {
 		c.GroupID = "state"
 		root.AddCommand(c)
 	}
+	root.AddGroup(&cobra.Group{ID: "loop", Title: "The loop:"})
+	for _, c := range []*cobra.Command{
+		newCmdRun(d, g, nil),
+		newCmdStop(d, g, nil),
+		newCmdRedirect(d, g, nil),
+		newCmdStatus(d, g, nil),
+	} {
+		c.GroupID = "loop"
+		root.AddCommand(c)
+	}
 	root.AddCommand(newCmdVersion(d, g))
 	return root
 }

@@ -7,6 +7,7 @@ package dag
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -148,7 +149,7 @@ func Executable(s *state.State, limit int) []*state.Atom {
 // ready reports whether a pending atom may start: the rules of Executable
 // other than its status.
 func (g *graph) ready(a *state.Atom) bool {
-	if grp := g.orGroupOf(a); grp != nil && grp.Selected != a.ID {
+	if grp := g.orGroupOf(a); grp != nil && (grp.Selected != a.ID || slices.Contains(grp.Failed, a.ID)) {
 		return false
 	}
 	if g.openParent(a.ID) {
@@ -236,6 +237,9 @@ func Deadlock(s *state.State) []Wait {
 	var out []Wait
 	for _, a := range pending {
 		w := Wait{Atom: a.ID}
+		if grp := g.orGroupOf(a); grp != nil && slices.Contains(grp.Failed, a.ID) {
+			w.WaitsOn = append(w.WaitsOn, "or_group "+grp.Name+" (this choice failed and no other is left)")
+		}
 		for _, d := range a.DependsOn {
 			if !g.satisfied(d) {
 				w.WaitsOn = append(w.WaitsOn, d)

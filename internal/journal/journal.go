@@ -46,6 +46,7 @@ const (
 	Stall       = "stall"
 	Redirect    = "redirect"
 	Stop        = "stop"
+	Checkpoint  = "checkpoint" // the state file holds everything before this line
 )
 
 // Event is one line of the journal. Fields that do not apply are left out.

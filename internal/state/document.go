@@ -14,7 +14,9 @@ import (
 type document struct {
 	bom      bool
 	crlf     bool
+	raw      string // the file as read
 	head     string // the opening fence line
+	tail     string // the closing fence line, as written ("---\n", "--- \n", or "---" at the end)
 	fm       string // the frontmatter text, LF line endings
 	t        *tree
 	root     int32
@@ -53,8 +55,8 @@ var fence = "---"
 // frontmatter, a syntax error) are a *ParseError; problems of the contract
 // (a wrong type, a missing field) are reported by Validate.
 func Parse(data []byte) (*State, error) {
-	d := &document{}
 	text := string(data)
+	d := &document{raw: text}
 	if strings.HasPrefix(text, "\uFEFF") {
 		d.bom = true
 		text = text[3:]
@@ -89,6 +91,7 @@ func Parse(data []byte) (*State, error) {
 		return nil, &ParseError{Line: 1, Msg: "unterminated frontmatter: no closing '---' line"}
 	}
 	d.fm = rest[:fmEnd]
+	d.tail = rest[fmEnd:bodyStart]
 	body := rest[bodyStart:]
 	if strings.TrimSpace(d.fm) == "" {
 		return nil, &ParseError{Line: 2, Msg: "empty frontmatter"}
@@ -135,9 +138,10 @@ func Marshal(s *State) []byte {
 	var out string
 	if s.doc == nil {
 		out = "---\n" + renderAll(s, nil, 0, nil) + "---\n" + s.Body
+	} else if d := s.doc; unchanged(d, s) {
+		out = d.raw // byte for byte, whatever its layout or line endings
 	} else {
-		d := s.doc
-		out = d.head + patchFrontmatter(s) + "---\n" + s.Body
+		out = d.head + patchFrontmatter(s) + d.tail + s.Body
 		if d.crlf {
 			out = strings.ReplaceAll(out, "\n", "\r\n")
 		}
@@ -146,6 +150,19 @@ func Marshal(s *State) []byte {
 		}
 	}
 	return []byte(out)
+}
+
+// unchanged reports whether s still holds what was read into it.
+func unchanged(d *document, s *State) bool {
+	if s.Body != d.snap.Body {
+		return false
+	}
+	for _, name := range sectionNames {
+		if !sectionSame(d.snap, s, name) {
+			return false
+		}
+	}
+	return true
 }
 
 // renderAll renders every section canonically; with an old tree, keys that
@@ -231,6 +248,9 @@ func patchFrontmatter(s *State) string {
 // library they come from the column-0 keys, and nil means the layout is not
 // a block mapping at the top (then the whole frontmatter is rewritten).
 func topLevelSpans(d *document) map[string][2]int {
+	if d.t.nodes[d.root].kind != kMap {
+		return nil
+	}
 	out := map[string][2]int{}
 	if d.t.spans {
 		return out
@@ -456,30 +476,37 @@ func (s *State) clone() *State {
 		r := *s.Control.StopReason
 		c.Control.StopReason = &r
 	}
-	c.Atoms = make([]Atom, len(s.Atoms))
-	copy(c.Atoms, s.Atoms)
+	// Copies keep nil apart from empty: the snapshot taken at read time must
+	// compare equal to an unchanged state, or a write would rewrite sections
+	// that did not change (a "failed: []" read by the YAML library).
+	c.Atoms = copySlice(s.Atoms)
 	for i := range c.Atoms {
-		c.Atoms[i].DependsOn = append([]string(nil), s.Atoms[i].DependsOn...)
-		if s.Atoms[i].DependsOn != nil && c.Atoms[i].DependsOn == nil {
-			c.Atoms[i].DependsOn = []string{}
-		}
+		c.Atoms[i].DependsOn = copySlice(s.Atoms[i].DependsOn)
 	}
-	c.Decompositions = append([]Decomposition(nil), s.Decompositions...)
+	c.Decompositions = copySlice(s.Decompositions)
 	for i := range c.Decompositions {
-		c.Decompositions[i].Children = append([]string(nil), s.Decompositions[i].Children...)
+		c.Decompositions[i].Children = copySlice(s.Decompositions[i].Children)
 	}
-	c.ORGroups = append([]ORGroup(nil), s.ORGroups...)
+	c.ORGroups = copySlice(s.ORGroups)
 	for i := range c.ORGroups {
-		c.ORGroups[i].Choices = append([]string(nil), s.ORGroups[i].Choices...)
-		c.ORGroups[i].Failed = append([]string(nil), s.ORGroups[i].Failed...)
+		c.ORGroups[i].Choices = copySlice(s.ORGroups[i].Choices)
+		c.ORGroups[i].Failed = copySlice(s.ORGroups[i].Failed)
 	}
-	c.Bindings = append([]Binding(nil), s.Bindings...)
+	c.Bindings = copySlice(s.Bindings)
 	for i := range c.Bindings {
-		c.Bindings[i].Artifacts = append([]string(nil), s.Bindings[i].Artifacts...)
+		c.Bindings[i].Artifacts = copySlice(s.Bindings[i].Artifacts)
 	}
-	c.Trail = append([]TrailEntry(nil), s.Trail...)
-	c.Corrections = append([]Correction(nil), s.Corrections...)
+	c.Trail = copySlice(s.Trail)
+	c.Corrections = copySlice(s.Corrections)
 	return &c
+}
+
+// copySlice copies s; nil stays nil and empty stays empty.
+func copySlice[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
 }
 
 func cloneBaseCase(b *BaseCase) *BaseCase {
@@ -517,9 +544,9 @@ func cloneCheck(c Check) Check {
 		v := *c.PassThreshold
 		c.PassThreshold = &v
 	}
-	c.Rubric = append([]RubricCriterion(nil), c.Rubric...)
+	c.Rubric = copySlice(c.Rubric)
 	for i := range c.Rubric {
-		c.Rubric[i].Levels = append([]RubricLevel(nil), c.Rubric[i].Levels...)
+		c.Rubric[i].Levels = copySlice(c.Rubric[i].Levels)
 	}
 	return c
 }
@@ -533,19 +560,30 @@ func Equal(a, b *State) bool {
 	return reflect.DeepEqual(ca, cb)
 }
 
+// clearLines also treats empty lists like absent ones, except depends_on.
 func clearLines(s *State) {
 	for i := range s.Atoms {
 		s.Atoms[i].Line = 0
 	}
 	for i := range s.Decompositions {
 		s.Decompositions[i].Line = 0
+		s.Decompositions[i].Children = nilIfEmpty(s.Decompositions[i].Children)
 	}
 	for i := range s.ORGroups {
 		s.ORGroups[i].Line = 0
+		s.ORGroups[i].Choices = nilIfEmpty(s.ORGroups[i].Choices)
+		s.ORGroups[i].Failed = nilIfEmpty(s.ORGroups[i].Failed)
 	}
 	for i := range s.Bindings {
 		s.Bindings[i].Line = 0
+		s.Bindings[i].Artifacts = nilIfEmpty(s.Bindings[i].Artifacts)
 	}
+	s.Atoms = nilIfEmpty(s.Atoms)
+	s.Decompositions = nilIfEmpty(s.Decompositions)
+	s.ORGroups = nilIfEmpty(s.ORGroups)
+	s.Bindings = nilIfEmpty(s.Bindings)
+	s.Trail = nilIfEmpty(s.Trail)
+	s.Corrections = nilIfEmpty(s.Corrections)
 	if s.Objective.BaseCase != nil {
 		if s.Objective.BaseCase.Legacy != nil {
 			s.Objective.BaseCase.Legacy.Line = 0
@@ -554,11 +592,22 @@ func clearLines(s *State) {
 	}
 }
 
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
 func clearItemLines(items []ChecklistItem) {
 	for i := range items {
 		items[i].Line = 0
-		if items[i].Check != nil {
-			items[i].Check.Line = 0
+		if c := items[i].Check; c != nil {
+			c.Line = 0
+			c.Rubric = nilIfEmpty(c.Rubric)
+			for j := range c.Rubric {
+				c.Rubric[j].Levels = nilIfEmpty(c.Rubric[j].Levels)
+			}
 		}
 		clearItemLines(items[i].Group)
 		clearItemLines(items[i].AnyOf)
@@ -582,4 +631,17 @@ func parseWith(data []byte, read func(string, int) (*tree, int32, error)) (*Stat
 	r := dec.decode(root)
 	r.Body = s.Body
 	return r, nil
+}
+
+// Clone returns a deep copy of the state's contract data, detached from the
+// file it was read from (writing it renders the canonical layout).
+func Clone(s *State) *State { return s.clone() }
+
+// CopyInto replaces dst's contract data with src's, keeping what dst knows
+// of its source file, so that a write of dst changes only what differs.
+// dst shares src's slices afterwards.
+func CopyInto(dst, src *State) {
+	doc := dst.doc
+	*dst = *src
+	dst.doc = doc
 }

@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/runlock"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+type runOptions struct {
+	IO            *streams
+	Global        *globalOptions
+	Agent         string
+	AgentCommand  string
+	MaxParallel   int
+	MaxIterations int
+	AgentTimeout  time.Duration
+	Verbose       bool
+}
+
+const runLong = `Run the loop until it halts: check that the state may start (a clear list
+of what is missing otherwise), mark it running, then repeat: reset orphaned
+atoms, honour stop and redirect requests, start agents on the executable
+atoms (in parallel, at most max_parallel_agents, each in its own process
+group with a deadline), integrate each result as it arrives, backtrack failed
+OR choices, probe and then decompose atoms that keep failing, and when
+nothing is left to do run the base case's checks itself. Only passing checks
+complete the loop; an agent's word never does.
+
+Every transition goes to the journal (.claude/aot-loop/events.ndjson) and the
+state file follows within a second. Agent logs are kept per attempt in
+.claude/aot-loop/logs/. A run on a stopped loop resumes it; a run after a
+crash (killed engine) resumes where the journal ends. aot stop (or Ctrl-C)
+stops the loop within a second, keeping all state; aot redirect changes it
+while it runs.
+
+The exec agent (--agent exec --agent-command CMD) runs CMD through the shell
+for every task, with the task as JSON on stdin and the environment variables
+AOT_ROLE, AOT_ATOM_ID, AOT_STATE_FILE and AOT_ATTEMPT; it must print one JSON
+result on stdout. Anything else, a non-zero exit, a timeout or a crash is a
+failed attempt.
+
+On a terminal, progress is shown live; otherwise only the outcome is printed
+(use --verbose for the progress lines). JSON: {reason, exit_code, message,
+iterations, resolved, unresolved, usage, waits?, elapsed}.
+
+` + engine.ExitCodes
+
+func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.Command {
+	opts := &runOptions{IO: d.io, Global: g}
+	var timeout string
+	cmd := &cobra.Command{
+		Use:   "run [--agent exec --agent-command CMD] [--max-parallel N] [--max-iterations N] [--agent-timeout D]",
+		Short: "Run the loop until the base case passes or a bound stops it",
+		Long:  runLong,
+		Args:  cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if opts.Agent != "exec" {
+				return usagef("unknown agent %q (available: exec)", opts.Agent)
+			}
+			if opts.AgentCommand == "" {
+				opts.AgentCommand = d.getenv("AOT_AGENT_COMMAND")
+			}
+			if strings.TrimSpace(opts.AgentCommand) == "" {
+				return usagef("--agent-command is required for the exec agent (or set AOT_AGENT_COMMAND)")
+			}
+			if opts.MaxParallel < 0 || opts.MaxIterations < 0 {
+				return usagef("--max-parallel and --max-iterations must not be negative")
+			}
+			if timeout != "" {
+				t, err := state.ParseDuration(timeout)
+				if err != nil || t <= 0 {
+					return usagef("--agent-timeout %q: want seconds or a duration like 10m", timeout)
+				}
+				opts.AgentTimeout = t
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRun(cmd.Context(), opts)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Agent, "agent", "exec", "agent backend")
+	f.StringVar(&opts.AgentCommand, "agent-command", "", "shell `command` of the exec agent (env AOT_AGENT_COMMAND)")
+	f.IntVar(&opts.MaxParallel, "max-parallel", 0, "agents at once for this run (default: constraints.max_parallel_agents)")
+	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "iteration bound for this run (default: constraints.max_iterations)")
+	f.StringVar(&timeout, "agent-timeout", "", "deadline of one agent attempt (default 30m)")
+	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "print progress lines even when stdout is not a terminal")
+	return cmd
+}
+
+func runRun(ctx context.Context, opts *runOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logDir := filepath.Join(filepath.Dir(opts.Global.StateFile), journal.Dir, "logs")
+	ex := &agent.Exec{Command: opts.AgentCommand, Log: func(t agent.Task) (io.WriteCloser, error) {
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("%s-%s-%d.log", safeName(t.Atom.ID), t.Role, t.Attempt)
+		return os.OpenFile(filepath.Join(logDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	}}
+	eo := engine.Options{
+		StateFile:     opts.Global.StateFile,
+		Agent:         ex,
+		MaxParallel:   opts.MaxParallel,
+		MaxIterations: opts.MaxIterations,
+		AgentTimeout:  opts.AgentTimeout,
+	}
+	if (opts.IO.tty || opts.Verbose) && !opts.Global.JSON {
+		eo.Progress = opts.IO.Out
+	}
+	out, err := engine.Run(ctx, eo)
+	if err != nil {
+		var nr *engine.NotReadyError
+		if errors.As(err, &nr) {
+			return err
+		}
+		return describeReadError(err)
+	}
+	if opts.Global.JSON {
+		writeJSON(opts.IO.Out, out)
+	} else {
+		verdict := opts.IO.status("stopped")
+		if out.Reason == engine.Completed {
+			verdict = opts.IO.status("completed")
+		}
+		fmt.Fprintf(opts.IO.Out, "%s (%s): %s\n", verdict, out.Reason, out.Message)
+		fmt.Fprintf(opts.IO.Out, "%d iterations, %d resolved, %d unresolved, %s", out.Iterations, out.Resolved, out.Unresolved, out.Elapsed)
+		if u := out.Usage; u.InputTokens+u.OutputTokens > 0 || u.CostUSD > 0 {
+			fmt.Fprintf(opts.IO.Out, ", %d tokens, $%.4f", u.InputTokens+u.OutputTokens, u.CostUSD)
+		}
+		fmt.Fprintln(opts.IO.Out)
+	}
+	if out.ExitCode != 0 {
+		return reported(out.ExitCode)
+	}
+	return nil
+}
+
+// safeName keeps an atom id usable as part of a file name.
+func safeName(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ':' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, id)
+}
+
+// --- aot stop ---
+
+type stopOptions struct {
+	IO     *streams
+	Global *globalOptions
+	Reason string
+	Wait   time.Duration
+}
+
+func newCmdStop(d *deps, g *globalOptions, runF func(*stopOptions) error) *cobra.Command {
+	opts := &stopOptions{IO: d.io, Global: g, Wait: 10 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "stop [--reason R]",
+		Short: "Stop the loop; all state is kept",
+		Long: `Stop the loop. A running engine sees the request within a second, kills its
+running agents, returns their atoms to pending and records the stop; aot stop
+waits for that. Without a running engine, a loop marked running (its engine
+died) or pending is marked stopped. aot run resumes a stopped loop.
+
+JSON: {success, status, reason, engine_pid}.`,
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return stopRun(opts)
+		}),
+	}
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why the loop is stopped")
+	return cmd
+}
+
+type stopDoc struct {
+	Success   bool   `json:"success"`
+	Status    string `json:"status"`
+	Reason    string `json:"reason"`
+	EnginePID int    `json:"engine_pid,omitempty"`
+}
+
+func stopRun(opts *stopOptions) error {
+	reason := strings.TrimSpace(opts.Reason)
+	if reason == "" {
+		reason = "aot stop"
+	}
+	pid, held, err := runlock.Holder(opts.Global.StateFile)
+	if err != nil {
+		return err
+	}
+	doc := stopDoc{Success: true, Reason: reason, EnginePID: pid}
+	if held {
+		_, err := opts.Global.store().Update(func(s *state.State) error {
+			s.Control.StopRequested = true
+			s.Control.StopReason = &reason
+			return nil
+		})
+		if err != nil {
+			return describeReadError(err)
+		}
+		deadline := time.Now().Add(opts.Wait)
+		for time.Now().Before(deadline) {
+			if _, still, _ := runlock.Holder(opts.Global.StateFile); !still {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, still, _ := runlock.Holder(opts.Global.StateFile); still {
+			return fmt.Errorf("the engine (pid %d) has not stopped within %s; the stop request stays in the state file", pid, opts.Wait)
+		}
+	} else {
+		_, err := opts.Global.store().Update(func(s *state.State) error {
+			switch s.Control.Status {
+			case state.ControlRunning, state.ControlPending:
+				s.Control.Status = state.ControlStopped
+				r := "manual stop: " + reason
+				s.Control.StopReason = &r
+				for i := range s.Atoms {
+					if s.Atoms[i].Status == state.StatusInProgress {
+						s.Atoms[i].Status = state.StatusPending
+					}
+				}
+			}
+			s.Control.StopRequested = false
+			return nil
+		})
+		if err != nil {
+			return describeReadError(err)
+		}
+	}
+	s, err := readState(opts.Global)
+	if err != nil {
+		return err
+	}
+	doc.Status = s.Control.Status
+	if opts.Global.JSON {
+		writeJSON(opts.IO.Out, doc)
+		return nil
+	}
+	fmt.Fprintf(opts.IO.Out, "loop is %s (%s)\n", opts.IO.status(doc.Status), orDash(deref(s.Control.StopReason)))
+	return nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/runlock"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+type statusOptions struct {
+	IO     *streams
+	Global *globalOptions
+	Events int
+	now    func() time.Time
+}
+
+func newCmdStatus(d *deps, g *globalOptions, runF func(*statusOptions) error) *cobra.Command {
+	opts := &statusOptions{IO: d.io, Global: g, now: d.now}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Where the loop stands: goal, progress, running atoms, recent events, cost",
+		Long: `Show where the loop stands: the goal, the control state, whether an engine
+is running (and its pid), progress through the work graph, the atoms in
+progress, the most recent journal events, and tokens and cost spent so far.
+
+JSON: {goal, status, stop_reason, engine_running, engine_pid, iteration,
+stall_count, atoms: {total, resolved, unresolved, in_progress: [id]},
+usage: {tokens, cost_usd}, recent_events: [event]}.`,
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if opts.Events < 0 {
+				return usagef("--events must not be negative")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return statusRun(opts)
+		}),
+	}
+	cmd.Flags().IntVar(&opts.Events, "events", 8, "how many recent events to show")
+	return cmd
+}
+
+type statusAtomsDoc struct {
+	Total      int      `json:"total"`
+	Resolved   int      `json:"resolved"`
+	Unresolved int      `json:"unresolved"`
+	InProgress []string `json:"in_progress"`
+}
+
+type statusUsageDoc struct {
+	Tokens  int64   `json:"tokens"`
+	CostUSD float64 `json:"cost_usd"`
+}
+
+type statusDoc struct {
+	Goal          string          `json:"goal"`
+	Status        string          `json:"status"`
+	StopReason    *string         `json:"stop_reason"`
+	EngineRunning bool            `json:"engine_running"`
+	EnginePID     int             `json:"engine_pid,omitempty"`
+	Iteration     int             `json:"iteration"`
+	StallCount    int             `json:"stall_count"`
+	Atoms         statusAtomsDoc  `json:"atoms"`
+	Usage         statusUsageDoc  `json:"usage"`
+	RecentEvents  []journal.Event `json:"recent_events"`
+}
+
+func statusRun(opts *statusOptions) error {
+	s, err := readState(opts.Global)
+	if err != nil {
+		return err
+	}
+	pid, held, err := runlock.Holder(opts.Global.StateFile)
+	if err != nil {
+		return err
+	}
+	doc := statusDoc{
+		Goal: s.Objective.Goal, Status: s.Control.Status, StopReason: s.Control.StopReason,
+		EngineRunning: held, EnginePID: pid, Iteration: s.Control.Iteration, StallCount: s.Control.StallCount,
+		Atoms:        statusAtomsDoc{Total: len(s.Atoms), Unresolved: dag.Unresolved(s), InProgress: []string{}},
+		RecentEvents: []journal.Event{},
+	}
+	for _, a := range s.Atoms {
+		switch a.Status {
+		case state.StatusResolved:
+			doc.Atoms.Resolved++
+		case state.StatusInProgress:
+			doc.Atoms.InProgress = append(doc.Atoms.InProgress, a.ID)
+		}
+	}
+	events, err := journal.Read(journal.PathFor(opts.Global.StateFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, ev := range events {
+		doc.Usage.Tokens += ev.Tokens
+		doc.Usage.CostUSD += ev.CostUSD
+	}
+	var shown []journal.Event
+	for i := len(events) - 1; i >= 0 && len(shown) < opts.Events; i-- {
+		if events[i].Type != journal.Checkpoint {
+			shown = append([]journal.Event{events[i]}, shown...)
+		}
+	}
+	doc.RecentEvents = append(doc.RecentEvents, shown...)
+	if opts.Global.JSON {
+		writeJSON(opts.IO.Out, doc)
+		return nil
+	}
+	io := opts.IO
+	tw := io.table()
+	fmt.Fprintf(tw, "Goal\t%s\n", oneLine(doc.Goal, 90))
+	engineLine := "not running"
+	if held {
+		engineLine = fmt.Sprintf("running (pid %d)", pid)
+	}
+	fmt.Fprintf(tw, "Loop\t%s, iteration %d, stall %d/%d, engine %s\n", io.status(doc.Status), doc.Iteration, doc.StallCount, s.Objective.Constraints.MaxStallCount, engineLine)
+	if doc.StopReason != nil {
+		fmt.Fprintf(tw, "Stop reason\t%s\n", *doc.StopReason)
+	}
+	fmt.Fprintf(tw, "Progress\t%s %d/%d atoms resolved, %d unresolved\n", bar(doc.Atoms.Resolved, doc.Atoms.Total, 20), doc.Atoms.Resolved, doc.Atoms.Total, doc.Atoms.Unresolved)
+	fmt.Fprintf(tw, "Running\t%s\n", orDash(strings.Join(doc.Atoms.InProgress, ", ")))
+	if doc.Usage.Tokens > 0 || doc.Usage.CostUSD > 0 {
+		fmt.Fprintf(tw, "Spent\t%d tokens, $%.4f\n", doc.Usage.Tokens, doc.Usage.CostUSD)
+	}
+	_ = tw.Flush()
+	if len(shown) > 0 {
+		fmt.Fprintln(io.Out)
+		tw = io.table()
+		for _, ev := range shown {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", ev.Time.Local().Format("15:04:05"), ev.Type, describeEvent(ev))
+		}
+		_ = tw.Flush()
+	}
+	return nil
+}
+
+func bar(done, total, width int) string {
+	if total <= 0 {
+		return "[" + strings.Repeat(".", width) + "]"
+	}
+	n := done * width / total
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
+}
+
+func describeEvent(ev journal.Event) string {
+	var parts []string
+	if ev.Atom != "" {
+		parts = append(parts, ev.Atom)
+	}
+	if ev.Role != "" {
+		parts = append(parts, ev.Role)
+	}
+	if ev.Attempt > 0 {
+		parts = append(parts, fmt.Sprintf("attempt %d", ev.Attempt))
+	}
+	if ev.OK != nil {
+		if *ev.OK {
+			parts = append(parts, "ok")
+		} else {
+			parts = append(parts, "failed")
+		}
+	}
+	if ev.DurationMS > 0 {
+		parts = append(parts, (time.Duration(ev.DurationMS) * time.Millisecond).String())
+	}
+	if ev.Reason != "" {
+		parts = append(parts, oneLine(ev.Reason, 70))
+	}
+	return strings.Join(parts, "  ")
+}

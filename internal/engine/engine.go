@@ -1,0 +1,666 @@
+// Package engine is the loop's coordinator, in code: it runs agents on the
+// executable atoms of the work graph, integrates their results, backtracks,
+// decomposes, verifies the base case itself, and halts on a bound.
+//
+// The engine keeps the state in memory while it runs. Every transition is
+// appended to the journal (its write-ahead log) and synced before the state
+// file is written; the state file follows at most FlushInterval behind and
+// on every stop. After a crash the next run replays the journal's results
+// since the last checkpoint, so no resolved atom is redone.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/runlock"
+	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
+)
+
+// Options configure one run.
+type Options struct {
+	StateFile     string
+	Agent         agent.Agent
+	Workdir       string        // where agents and checks run; default: the project root of StateFile
+	MaxParallel   int           // > 0 overrides constraints.max_parallel_agents for this run
+	MaxIterations int           // > 0 overrides constraints.max_iterations for this run
+	AgentTimeout  time.Duration // per agent attempt; default DefaultAgentTimeout
+	CheckTimeout  time.Duration // per base-case command without its own timeout; default verify.DefaultTimeout
+	PollInterval  time.Duration // how often stop and redirect requests are looked for; default 100ms
+	FlushInterval time.Duration // how far the state file may lag the journal; default 250ms
+	Progress      io.Writer     // live progress for people; nil = quiet
+	Now           func() time.Time
+}
+
+// DefaultAgentTimeout bounds one agent attempt when no timeout is given.
+const DefaultAgentTimeout = 30 * time.Minute
+
+// Outcome is how a run ended.
+type Outcome struct {
+	Reason     Reason      `json:"reason"`
+	ExitCode   int         `json:"exit_code"`
+	Message    string      `json:"message"`
+	Iterations int         `json:"iterations"`
+	Resolved   int         `json:"resolved"`
+	Unresolved int         `json:"unresolved"`
+	Usage      agent.Usage `json:"usage"`
+	Waits      []dag.Wait  `json:"waits,omitempty"`
+	Elapsed    string      `json:"elapsed"`
+}
+
+// task is one agent run in flight.
+type task struct {
+	id        int
+	role      agent.Role
+	atom      string
+	attempt   int
+	start     time.Time
+	cancel    context.CancelFunc
+	discarded bool // killed by a stop, a redirect or a speculative winner: its result is ignored
+}
+
+type taskResult struct {
+	id  int
+	res agent.Result
+	err error
+	dur time.Duration
+}
+
+type engine struct {
+	opts    Options
+	store   *state.Store
+	jr      *journal.Journal
+	s       *state.State
+	tasks   map[int]*task
+	busy    map[string]int // atom -> running task id
+	results chan taskResult
+	nextID  int
+
+	next     map[string]agent.Role // the strategy for an atom's next run
+	notes    map[string]string     // probe findings for the next worker
+	planned  map[string]bool       // the planner was already asked about this atom
+	expanded bool                  // the work graph grew in this iteration
+	expands  int                   // iterations in a row that only grew the graph
+
+	usage     agent.Usage
+	start     time.Time
+	dirty     bool
+	lastFlush time.Time
+	stamp     fileStamp
+	stop      *string // a stop was requested, with its reason
+	parallel  int
+	maxIter   int
+	halt      *Outcome // a stop decided inside a step (max attempts)
+}
+
+// Run runs the loop of the state file until it halts. An error means the
+// run could not start or hit an I/O failure; a halt of the loop itself is an
+// Outcome with its Reason.
+func Run(ctx context.Context, opts Options) (Outcome, error) {
+	if opts.Agent == nil {
+		return Outcome{}, errors.New("no agent configured")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.AgentTimeout <= 0 {
+		opts.AgentTimeout = DefaultAgentTimeout
+	}
+	if opts.CheckTimeout <= 0 {
+		opts.CheckTimeout = verify.DefaultTimeout
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 100 * time.Millisecond
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = 250 * time.Millisecond
+	}
+	if opts.Workdir == "" {
+		opts.Workdir = ProjectRoot(opts.StateFile)
+	}
+	lock, err := runlock.Acquire(opts.StateFile)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer lock.Release()
+
+	e := &engine{
+		opts:    opts,
+		store:   state.NewStore(opts.StateFile),
+		tasks:   map[int]*task{},
+		busy:    map[string]int{},
+		results: make(chan taskResult, 64),
+		next:    map[string]agent.Role{},
+		notes:   map[string]string{},
+		planned: map[string]bool{},
+		start:   opts.Now(),
+	}
+	if err := e.begin(); err != nil {
+		if e.jr != nil {
+			_ = e.jr.Close()
+		}
+		return Outcome{}, err
+	}
+	out := e.loop(ctx)
+	if err := e.finish(&out); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// ProjectRoot is the directory a loop works in: the parent of the state
+// file's .claude directory, else the state file's directory.
+func ProjectRoot(stateFile string) string {
+	abs, err := filepath.Abs(stateFile)
+	if err != nil {
+		abs = stateFile
+	}
+	dir := filepath.Dir(abs)
+	if filepath.Base(dir) == ".claude" {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+func (e *engine) now() time.Time { return e.opts.Now() }
+
+func (e *engine) event(ev journal.Event) {
+	if ev.Iteration == 0 {
+		ev.Iteration = e.s.Control.Iteration
+	}
+	_ = e.jr.Append(ev)
+}
+
+func (e *engine) say(format string, args ...any) {
+	if e.opts.Progress == nil {
+		return
+	}
+	el := e.now().Sub(e.start).Round(time.Second)
+	fmt.Fprintf(e.opts.Progress, "[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...))
+}
+
+// begin reads the state, checks that it can run, recovers from a crash and
+// marks the loop running.
+func (e *engine) begin() error {
+	s, err := e.store.Read()
+	if err != nil {
+		return err
+	}
+	if missing := s.Missing(); len(missing) > 0 {
+		return &NotReadyError{Missing: missing}
+	}
+	jr, err := journal.Open(journal.PathFor(e.opts.StateFile))
+	if err != nil {
+		return err
+	}
+	e.jr = jr
+	e.s = s
+	prev := s.Control.Status
+	replayed := e.replay()
+	switch prev {
+	case state.ControlRunning:
+		e.event(journal.Event{Type: journal.RunResume, Reason: "the previous engine is gone (crash or kill); resuming", Data: map[string]any{"replayed": replayed}})
+	case state.ControlStopped, state.ControlCompleted:
+		reason := ""
+		if s.Control.StopReason != nil {
+			reason = *s.Control.StopReason
+		}
+		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: map[string]any{"previous_stop_reason": reason}})
+	default:
+		e.event(journal.Event{Type: journal.RunStart})
+	}
+	for i := range s.Atoms {
+		if a := &s.Atoms[i]; a.Status == state.StatusInProgress {
+			a.Status = state.StatusPending
+			e.event(journal.Event{Type: journal.AtomReset, Atom: a.ID, Reason: "orphaned: in progress when the previous run ended"})
+		}
+	}
+	s.Control.Status = state.ControlRunning
+	s.Control.StopRequested = false
+	s.Control.StopReason = nil
+	s.Control.RedirectRequested = false
+	e.parallel = s.Objective.Constraints.MaxParallelAgents
+	if e.opts.MaxParallel > 0 {
+		e.parallel = e.opts.MaxParallel
+	}
+	if e.parallel <= 0 {
+		e.parallel = state.DefaultMaxParallelAgents
+	}
+	e.maxIter = s.Objective.Constraints.MaxIterations
+	if e.opts.MaxIterations > 0 {
+		e.maxIter = e.opts.MaxIterations
+	}
+	e.dirty = true
+	if err := e.flush(); err != nil {
+		return err
+	}
+	e.say("running: %d atoms, %d unresolved, up to %d agents at once", len(s.Atoms), dag.Unresolved(s), e.parallel)
+	return nil
+}
+
+// NotReadyError lists what the state lacks before a run.
+type NotReadyError struct{ Missing []string }
+
+func (e *NotReadyError) Error() string {
+	return "the loop cannot start:\n  - " + strings.Join(e.Missing, "\n  - ")
+}
+
+// loop is the coordinator: schedule, wait, integrate, evaluate, until a bound.
+func (e *engine) loop(ctx context.Context) Outcome {
+	tick := time.NewTicker(e.opts.PollInterval)
+	defer tick.Stop()
+	for {
+		if out, done := e.bounds(); done {
+			return out
+		}
+		e.schedule(ctx)
+		if len(e.tasks) == 0 {
+			if out, done := e.idle(ctx); done {
+				return out
+			}
+			continue
+		}
+		select {
+		case r := <-e.results:
+			worked := e.integrate(ctx, r)
+			for more := true; more; {
+				select {
+				case r := <-e.results:
+					worked = e.integrate(ctx, r) || worked
+				default:
+					more = false
+				}
+			}
+			if worked {
+				e.endIteration()
+			}
+			if err := e.syncJournal(); err != nil {
+				return e.failed(err)
+			}
+		case <-tick.C:
+			if err := e.poll(ctx); err != nil {
+				return e.failed(err)
+			}
+		case <-ctx.Done():
+			r := "interrupted (Ctrl-C or a signal)"
+			e.stop = &r
+		}
+		if e.stop != nil {
+			return e.outcome(ManualStop, "manual stop: "+*e.stop)
+		}
+		if e.dirty && e.now().Sub(e.lastFlush) >= e.opts.FlushInterval {
+			if err := e.flush(); err != nil {
+				return e.failed(err)
+			}
+		}
+	}
+}
+
+func (e *engine) failed(err error) Outcome {
+	return e.outcome(Failed, err.Error())
+}
+
+// idle runs when no agent is running and nothing could start: the loop is
+// done with its atoms (verify), deadlocked, or stopped by an OR exhaustion.
+func (e *engine) idle(ctx context.Context) (Outcome, bool) {
+	if e.s.Control.Status == state.ControlStopped {
+		return e.outcome(ORExhausted, deref(e.s.Control.StopReason)), true
+	}
+	if dag.Unresolved(e.s) > 0 {
+		waits := dag.Deadlock(e.s)
+		out := e.outcome(Deadlock, deadlockMessage(waits))
+		out.Waits = waits
+		return out, true
+	}
+	passed, failures, err := e.verify(ctx)
+	if e.stop != nil {
+		return e.outcome(ManualStop, "manual stop: "+*e.stop), true
+	}
+	if err != nil {
+		return e.failed(err), true
+	}
+	if passed {
+		return e.outcome(Completed, "the base case passed"), true
+	}
+	e.plan(ctx, "", failures)
+	e.endIteration()
+	return Outcome{}, false
+}
+
+func deadlockMessage(waits []dag.Wait) string {
+	if len(waits) == 0 {
+		return "deadlock: atoms are unresolved but none can start"
+	}
+	var parts []string
+	for _, w := range waits {
+		parts = append(parts, fmt.Sprintf("%s waits on %s", w.Atom, orNone(w.WaitsOn)))
+	}
+	return "deadlock: " + strings.Join(parts, "; ")
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "nothing that can finish"
+	}
+	return strings.Join(list, ", ")
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// bounds checks every halting condition that does not need an event.
+func (e *engine) bounds() (Outcome, bool) {
+	c := &e.s.Objective.Constraints
+	switch {
+	case e.halt != nil:
+		return e.outcome(e.halt.Reason, e.halt.Message), true
+	case e.stop != nil:
+		return e.outcome(ManualStop, "manual stop: "+*e.stop), true
+	case e.s.Control.Status == state.ControlStopped:
+		return e.outcome(ORExhausted, deref(e.s.Control.StopReason)), true
+	case e.maxIter > 0 && e.s.Control.Iteration >= e.maxIter:
+		return e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d iterations done", e.s.Control.Iteration)), true
+	case c.MaxStallCount > 0 && e.s.Control.StallCount >= c.MaxStallCount:
+		return e.outcome(Stalled, fmt.Sprintf("stall: %d iterations without progress (%d unresolved)", e.s.Control.StallCount, dag.Unresolved(e.s))), true
+	}
+	if c.MaxWallTime != "" {
+		if d, err := state.ParseDuration(c.MaxWallTime); err == nil && d > 0 && e.now().Sub(e.start) >= d {
+			return e.outcome(Budget, fmt.Sprintf("budget: max_wall_time %s spent", c.MaxWallTime)), true
+		}
+	}
+	if tokens := e.usage.InputTokens + e.usage.OutputTokens; c.MaxTokens > 0 && tokens >= c.MaxTokens {
+		return e.outcome(Budget, fmt.Sprintf("budget: %d tokens spent (max_tokens %d)", tokens, c.MaxTokens)), true
+	}
+	if c.MaxCostUSD > 0 && e.usage.CostUSD >= c.MaxCostUSD {
+		return e.outcome(Budget, fmt.Sprintf("budget: $%.4f spent (max_cost_usd %g)", e.usage.CostUSD, c.MaxCostUSD)), true
+	}
+	return Outcome{}, false
+}
+
+func (e *engine) outcome(r Reason, msg string) Outcome {
+	resolved := 0
+	for i := range e.s.Atoms {
+		if e.s.Atoms[i].Status == state.StatusResolved {
+			resolved++
+		}
+	}
+	return Outcome{
+		Reason: r, ExitCode: r.ExitCode(), Message: msg,
+		Iterations: e.s.Control.Iteration, Resolved: resolved, Unresolved: dag.Unresolved(e.s),
+		Usage: e.usage, Elapsed: e.now().Sub(e.start).Round(time.Millisecond).String(),
+	}
+}
+
+// schedule starts agents on executable atoms while slots are free.
+func (e *engine) schedule(ctx context.Context) {
+	free := e.parallel - len(e.tasks)
+	if free <= 0 || e.s.Control.Status != state.ControlRunning {
+		return
+	}
+	var cands []*state.Atom
+	for _, a := range dag.Executable(e.s, 0) {
+		if _, running := e.busy[a.ID]; !running {
+			cands = append(cands, a)
+		}
+	}
+	// Speculative OR groups run their other ready choices beside the selected one.
+	for i := range e.s.ORGroups {
+		g := &e.s.ORGroups[i]
+		if !g.Speculative || g.Selected == "" {
+			continue
+		}
+		if _, selRunning := e.busy[g.Selected]; !selRunning && !slices.ContainsFunc(cands, func(a *state.Atom) bool { return a.ID == g.Selected }) {
+			continue
+		}
+		for _, a := range dag.ReadyChoices(e.s, g.Name) {
+			if _, running := e.busy[a.ID]; !running && !slices.ContainsFunc(cands, func(x *state.Atom) bool { return x.ID == a.ID }) {
+				cands = append(cands, a)
+			}
+		}
+	}
+	for _, a := range cands {
+		if free == 0 {
+			return
+		}
+		e.launch(ctx, a.ID)
+		free--
+	}
+}
+
+// launch starts the next step of an atom's strategy.
+func (e *engine) launch(ctx context.Context, id string) {
+	a := e.s.Atom(id)
+	role := e.next[id]
+	if role == "" {
+		role = agent.Worker
+	}
+	if role == agent.Worker {
+		if err := dag.SetStatus(e.s, id, state.StatusInProgress); err != nil {
+			return
+		}
+		e.dirty = true
+	}
+	e.nextID++
+	t := &task{id: e.nextID, role: role, atom: id, attempt: a.Attempts + 1, start: e.now()}
+	tctx, cancel := context.WithTimeout(ctx, e.opts.AgentTimeout)
+	t.cancel = cancel
+	e.tasks[t.id] = t
+	e.busy[id] = t.id
+	in := e.taskFor(a, role, t.attempt)
+	e.event(journal.Event{Type: journal.AtomStart, Atom: id, Role: string(role), Attempt: t.attempt})
+	e.say("%s %s started (attempt %d): %s", role, id, t.attempt, oneLine(a.Description, 60))
+	go func() {
+		start := time.Now()
+		res, err := e.opts.Agent.Run(tctx, in)
+		if err == nil && tctx.Err() != nil {
+			err = &agent.AttemptError{Reason: "cancelled; process group killed"}
+		}
+		cancel()
+		e.results <- taskResult{id: t.id, res: res, err: err, dur: time.Since(start)}
+	}()
+}
+
+// taskFor builds what an agent gets: the atom, the objective, and only the
+// bindings of the atom's dependencies.
+func (e *engine) taskFor(a *state.Atom, role agent.Role, attempt int) agent.Task {
+	o := e.s.Objective
+	t := agent.Task{
+		Role:        role,
+		Atom:        agent.AtomRef{ID: a.ID, Description: a.Description, DependsOn: append([]string{}, a.DependsOn...), ORGroup: a.ORGroup},
+		Objective:   agent.Objective{Goal: o.Goal, BackgroundIntent: o.BackgroundIntent, Deliverables: o.Deliverables, DefinitionOfDone: o.DefinitionOfDone},
+		Bindings:    map[string]agent.Binding{},
+		Workdir:     e.opts.Workdir,
+		Attempt:     attempt,
+		StateFile:   e.opts.StateFile,
+		LastFailure: a.LastFailure,
+	}
+	if n := e.notes[a.ID]; n != "" && role == agent.Worker {
+		t.LastFailure = strings.TrimSpace(t.LastFailure + "\nprobe findings: " + n)
+	}
+	for _, d := range a.DependsOn {
+		if b := e.s.Binding(d); b != nil {
+			t.Bindings[d] = agent.Binding{Summary: b.Summary, Artifacts: append([]string{}, b.Artifacts...)}
+		}
+	}
+	if role == agent.Planner && a.LastFailure != "" {
+		t.Failures = []string{a.LastFailure}
+	}
+	return t
+}
+
+// integrate records one finished agent run. It reports whether the run was
+// a worker's (an iteration's worth of work) rather than a probe or planner.
+func (e *engine) integrate(ctx context.Context, r taskResult) bool {
+	t := e.tasks[r.id]
+	if t == nil {
+		return false
+	}
+	delete(e.tasks, r.id)
+	if e.busy[t.atom] == t.id {
+		delete(e.busy, t.atom)
+	}
+	e.addUsage(r.res.Usage, r.err)
+	if t.discarded {
+		return false
+	}
+	a := e.s.Atom(t.atom)
+	if a == nil {
+		return false
+	}
+	ok := r.err == nil && r.res.OK(t.role)
+	reason := failureReason(t.role, r)
+	ev := journal.Event{Type: journal.AtomFinish, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, OK: journal.Bool(ok),
+		DurationMS: r.dur.Milliseconds(), Tokens: r.res.Usage.InputTokens + r.res.Usage.OutputTokens, CostUSD: r.res.Usage.CostUSD}
+	if !ok {
+		ev.Reason = reason
+	}
+	switch t.role {
+	case agent.Probe:
+		e.event(ev)
+		e.next[t.atom] = agent.Worker
+		if r.err == nil && !r.res.Feasible {
+			e.next[t.atom] = agent.Planner
+		}
+		e.notes[t.atom] = r.res.Findings
+		e.say("probe %s: feasible=%t %s", t.atom, r.err == nil && r.res.Feasible, oneLine(r.res.Findings, 60))
+		return false
+	case agent.Planner:
+		e.event(ev)
+		e.planned[t.atom] = true
+		e.next[t.atom] = agent.Worker
+		if r.err == nil {
+			e.applyPlan(t.atom, r.res)
+		}
+		return false
+	}
+	if ok {
+		e.resolve(ctx, a, r.res, ev)
+		return true
+	}
+	e.event(ev)
+	e.fail(a, reason)
+	return true
+}
+
+func failureReason(role agent.Role, r taskResult) string {
+	if r.err != nil {
+		return r.err.Error()
+	}
+	switch role {
+	case agent.Worker:
+		if s := strings.TrimSpace(r.res.Summary); s != "" {
+			return "the worker reported failure: " + s
+		}
+		return "the worker reported failure"
+	case agent.Probe:
+		return "the probe found the atom not feasible: " + r.res.Findings
+	}
+	return "the " + string(role) + " did not succeed"
+}
+
+func (e *engine) addUsage(u agent.Usage, err error) {
+	var ae *agent.AttemptError
+	if errors.As(err, &ae) {
+		u = ae.Usage
+	}
+	e.usage.InputTokens += u.InputTokens
+	e.usage.OutputTokens += u.OutputTokens
+	e.usage.CostUSD += u.CostUSD
+}
+
+// resolve records a worker's success: the atom is resolved with its binding,
+// parents whose children are done resolve, and a speculative group adopts
+// the winner and kills the other choices.
+func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, ev journal.Event) {
+	summary := strings.TrimSpace(res.Summary)
+	if summary == "" {
+		summary = "resolved by the worker"
+	}
+	arts := append([]string{}, res.Artifacts...)
+	ev.Data = map[string]any{"summary": summary, "artifacts": arts}
+	e.event(ev)
+	_ = dag.SetStatus(e.s, a.ID, state.StatusResolved)
+	_ = dag.Bind(e.s, a.ID, summary, arts)
+	a.LastFailure = ""
+	delete(e.next, a.ID)
+	e.dirty = true
+	e.say("worker %s resolved in %s: %s", a.ID, time.Duration(ev.DurationMS)*time.Millisecond, oneLine(summary, 60))
+	if g := e.s.ORGroup(a.ORGroup); g != nil && a.ORGroup != "" {
+		if g.Selected != a.ID {
+			_ = dag.SwitchOR(e.s, g.Name, a.ID, "speculative: "+a.ID+" succeeded first", e.now())
+			e.event(journal.Event{Type: journal.ORSwitch, Atom: a.ID, Reason: "speculative winner", Data: map[string]any{"or_group": g.Name}})
+			e.structural()
+		}
+		for _, c := range g.Choices {
+			if c == a.ID {
+				continue
+			}
+			if id, running := e.busy[c]; running {
+				e.kill(id, "speculative: "+a.ID+" won")
+			}
+		}
+	}
+	for _, p := range dag.ResolveParents(e.s) {
+		e.event(journal.Event{Type: journal.ParentDone, Atom: p, Data: map[string]any{"summary": e.s.Binding(p).Summary, "artifacts": e.s.Binding(p).Artifacts}})
+		e.say("parent %s resolved: all its children are", p)
+	}
+}
+
+// fail records a failed attempt and picks the next strategy: an OR choice
+// backtracks to the next choice; a plain atom is probed first, then handed
+// to the planner to decompose, then retried, within the attempt limit.
+func (e *engine) fail(a *state.Atom, reason string) {
+	a.Attempts++
+	a.LastFailure = oneLine(reason, 500)
+	a.Status = state.StatusPending
+	e.dirty = true
+	e.say("%s failed (attempt %d): %s", a.ID, a.Attempts, oneLine(reason, 80))
+	if g := e.s.ORGroup(a.ORGroup); g != nil && a.ORGroup != "" {
+		res, err := dag.FailOR(e.s, a.ID, reason, e.now())
+		if err == nil {
+			e.structural()
+			if res.Exhausted {
+				e.event(journal.Event{Type: journal.ORExhausted, Atom: a.ID, Reason: dag.ExhaustedReason(res.Group)})
+				return
+			}
+			if res.Selected != a.ID {
+				e.event(journal.Event{Type: journal.ORSwitch, Atom: res.Selected, Reason: a.ID + " failed", Data: map[string]any{"or_group": res.Group, "failed": a.ID}})
+				e.say("OR group %s: %s failed, switched to %s", res.Group, a.ID, res.Selected)
+			}
+			return
+		}
+	}
+	if max := e.s.Objective.Constraints.MaxAttemptsPerAtom; max > 0 && a.Attempts >= max {
+		r := fmt.Sprintf("max_attempts: %s failed %d times (last: %s)", a.ID, a.Attempts, oneLine(reason, 200))
+		e.stopWith(MaxAttempts, r)
+		return
+	}
+	switch {
+	case a.Attempts == 1:
+		e.next[a.ID] = agent.Probe
+	case !e.planned[a.ID]:
+		e.next[a.ID] = agent.Planner
+	default:
+		e.next[a.ID] = agent.Worker
+	}
+}
+
+// stopWith ends the loop at the next bounds check with a reason that has no
+// check of its own.
+func (e *engine) stopWith(r Reason, msg string) {
+	e.halt = &Outcome{Reason: r, Message: msg}
+}

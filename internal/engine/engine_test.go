@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// funcAgent is an in-process agent: fn decides each answer.
+type funcAgent struct {
+	mu    sync.Mutex
+	calls []agent.Task
+	fn    func(ctx context.Context, t agent.Task) (agent.Result, error)
+}
+
+func (f *funcAgent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, t)
+	f.mu.Unlock()
+	return f.fn(ctx, t)
+}
+
+func (f *funcAgent) count(role agent.Role, atom string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c.Role == role && (atom == "" || c.Atom.ID == atom) {
+			n++
+		}
+	}
+	return n
+}
+
+// project writes a state file whose base case is `test -f done.txt`.
+func project(t *testing.T, atoms []state.Atom, edit func(*state.State)) string {
+	t.Helper()
+	dir := t.TempDir()
+	obj := state.Objective{
+		Goal: "g", BackgroundIntent: "b", Deliverables: "d", DefinitionOfDone: "done.txt exists",
+		BaseCase: &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: "test -f done.txt"}},
+	}
+	s := state.New(obj, atoms, "p")
+	if edit != nil {
+		edit(s)
+	}
+	path := filepath.Join(dir, ".claude", "aot-loop-state.md")
+	if err := state.NewStore(path).Create(s, false); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func atoms(specs ...[2]string) []state.Atom {
+	var out []state.Atom
+	for _, sp := range specs {
+		a := state.Atom{ID: sp[0], Description: "do " + sp[0], DependsOn: []string{}}
+		if sp[1] != "" {
+			a.DependsOn = []string{sp[1]}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func succeedAndTouch(dir, last string) func(ctx context.Context, t agent.Task) (agent.Result, error) {
+	return func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		if t.Role == agent.Worker && t.Atom.ID == last {
+			if err := os.WriteFile(filepath.Join(dir, "done.txt"), []byte("ok"), 0o644); err != nil {
+				return agent.Result{}, err
+			}
+		}
+		return agent.Result{Success: true, Feasible: true, Passed: true, Summary: "did " + t.Atom.ID, Artifacts: []string{t.Atom.ID + ".go"}}, nil
+	}
+}
+
+func runEngine(t *testing.T, path string, a agent.Agent, edit func(*Options)) Outcome {
+	t.Helper()
+	opts := Options{StateFile: path, Agent: a, AgentTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond}
+	if edit != nil {
+		edit(&opts)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := Run(ctx, opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return out
+}
+
+func read(t *testing.T, path string) *state.State {
+	t.Helper()
+	s, err := state.NewStore(path).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestCompletesWhenTheBaseCasePasses(t *testing.T) {
+	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", "A1"}, [2]string{"A3", "A1"}, [2]string{"A4", "A2"}), nil)
+	root := ProjectRoot(path)
+	fa := &funcAgent{fn: succeedAndTouch(root, "A4")}
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != Completed || out.ExitCode != 0 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	s := read(t, path)
+	if s.Control.Status != state.ControlCompleted {
+		t.Errorf("control = %+v", s.Control)
+	}
+	for _, a := range s.Atoms {
+		if a.Status != state.StatusResolved || s.Binding(a.ID) == nil {
+			t.Errorf("%s: %s, binding %v", a.ID, a.Status, s.Binding(a.ID))
+		}
+	}
+	// Each agent got only its dependencies' bindings.
+	for _, c := range fa.calls {
+		if c.Atom.ID == "A4" {
+			if _, ok := c.Bindings["A2"]; !ok || len(c.Bindings) != 1 {
+				t.Errorf("A4's bindings = %v; want only A2", c.Bindings)
+			}
+		}
+	}
+	events, err := journal.Read(journal.PathFor(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := events[len(events)-1]; last.Type != journal.Checkpoint && last.Type != journal.Stop {
+		t.Errorf("last event = %+v", last)
+	}
+}
+
+func TestAgentClaimsDoNotCompleteTheLoop(t *testing.T) {
+	// Every worker says success, nothing writes done.txt: the loop must not
+	// call itself completed; the planner proposes nothing, so it stalls.
+	path := project(t, atoms([2]string{"A1", ""}), nil)
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		return agent.Result{Success: true, Passed: true, Feasible: true}, nil
+	}}
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != Stalled {
+		t.Fatalf("outcome = %+v; want a stall", out)
+	}
+	if s := read(t, path); s.Control.Status != state.ControlStopped || s.Control.StopReason == nil {
+		t.Fatalf("control = %+v", s.Control)
+	}
+}
+
+func TestFailedORChoiceBacktracks(t *testing.T) {
+	path := project(t, atoms([2]string{"B1", ""}, [2]string{"B2", ""}, [2]string{"C", "B1"}), func(s *state.State) {
+		s.Atoms[0].ORGroup, s.Atoms[1].ORGroup = "build", "build"
+		s.ORGroups = []state.ORGroup{{Name: "build", Choices: []string{"B1", "B2"}, Selected: "B1", Failed: []string{}}}
+	})
+	root := ProjectRoot(path)
+	ok := succeedAndTouch(root, "C")
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		if t.Atom.ID == "B1" {
+			return agent.Result{Success: false, Summary: "does not compile"}, nil
+		}
+		return ok(ctx, t)
+	}}
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	s := read(t, path)
+	g := s.ORGroup("build")
+	if g.Selected != "B2" || len(g.Failed) != 1 || len(s.Trail) != 1 {
+		t.Fatalf("group = %+v, trail = %+v", g, s.Trail)
+	}
+}
+
+func TestORExhaustionStops(t *testing.T) {
+	path := project(t, atoms([2]string{"B1", ""}, [2]string{"B2", ""}), func(s *state.State) {
+		s.Atoms[0].ORGroup, s.Atoms[1].ORGroup = "g", "g"
+		s.ORGroups = []state.ORGroup{{Name: "g", Choices: []string{"B1", "B2"}, Selected: "B1", Failed: []string{}}}
+	})
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		return agent.Result{}, &agent.AttemptError{Reason: "crashed"}
+	}}
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != ORExhausted || out.ExitCode != 6 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if s := read(t, path); deref(s.Control.StopReason) != "OR group exhausted: g" {
+		t.Fatalf("stop_reason = %q", deref(s.Control.StopReason))
+	}
+}
+
+func TestDeadlockNamesTheWait(t *testing.T) {
+	// Every choice of g failed in an earlier run and a person reset the stop.
+	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", "A1"}), func(s *state.State) {
+		s.Atoms[0].ORGroup = "g"
+		s.ORGroups = []state.ORGroup{{Name: "g", Choices: []string{"A1"}, Selected: "A1", Failed: []string{"A1"}}}
+	})
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		return agent.Result{}, errors.New("unused")
+	}}
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != Deadlock || out.ExitCode != 7 || len(out.Waits) != 2 || out.Waits[1].Atom != "A2" || out.Waits[1].WaitsOn[0] != "A1" {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if len(fa.calls) != 0 {
+		t.Fatalf("agents ran: %v", fa.calls)
+	}
+}
+
+func TestFailingAtomIsProbedThenDecomposed(t *testing.T) {
+	path := project(t, atoms([2]string{"A1", ""}), nil)
+	root := ProjectRoot(path)
+	ok := succeedAndTouch(root, "A1b")
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		switch {
+		case t.Role == agent.Planner:
+			return agent.Result{Decompositions: []agent.PlannedDecomposition{{Parent: "A1", Reason: "too big", Children: []agent.PlannedAtom{{ID: "A1a", Description: "half"}, {ID: "A1b", Description: "other half", DependsOn: []string{"A1a"}}}}}}, nil
+		case t.Role == agent.Worker && t.Atom.ID == "A1":
+			return agent.Result{Success: false, Summary: "too hard"}, nil
+		}
+		return ok(ctx, t)
+	}}
+	out := runEngine(t, path, fa, func(o *Options) {})
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if fa.count(agent.Probe, "A1") != 1 || fa.count(agent.Planner, "A1") != 1 || fa.count(agent.Worker, "A1") != 2 {
+		t.Fatalf("calls: probe %d planner %d worker %d", fa.count(agent.Probe, "A1"), fa.count(agent.Planner, "A1"), fa.count(agent.Worker, "A1"))
+	}
+	s := read(t, path)
+	if a := s.Atom("A1"); a.Status != state.StatusResolved || s.Binding("A1") == nil {
+		t.Fatalf("parent = %+v", a)
+	}
+}
+
+func TestMaxIterationsBound(t *testing.T) {
+	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", "A1"}, [2]string{"A3", "A2"}), nil)
+	fa := &funcAgent{fn: succeedAndTouch("", "")}
+	out := runEngine(t, path, fa, func(o *Options) { o.MaxIterations = 2 })
+	if out.Reason != MaxIterations || out.Iterations != 2 || out.ExitCode != 4 {
+		t.Fatalf("outcome = %+v", out)
+	}
+}

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aot-loop/aot/internal/journal"
+)
+
+// A redirect for a running engine travels as a request file in
+// .claude/aot-loop/requests/: the client writes NAME.json atomically, the
+// engine applies it between agent runs and answers with NAME.done.
+
+func requestDir(stateFile string) string {
+	return filepath.Join(filepath.Dir(stateFile), journal.Dir, "requests")
+}
+
+type request struct {
+	path   string
+	change Change
+	bad    error
+}
+
+type answerDoc struct {
+	Success bool   `json:"success"`
+	Error   string `json:"error,omitempty"`
+}
+
+// pendingRequests returns the unanswered requests, oldest first.
+func pendingRequests(stateFile string) ([]request, error) {
+	dir := requestDir(stateFile)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("requests: %w", err)
+	}
+	var names []string
+	for _, en := range entries {
+		if n := en.Name(); strings.HasSuffix(n, ".json") && !strings.HasPrefix(n, ".") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var out []request
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		r := request{path: p}
+		if err := json.Unmarshal(data, &r.change); err != nil {
+			r.bad = fmt.Errorf("request %s: %w", n, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// answer writes the engine's answer to a request and removes the request.
+func answer(r request, err error) {
+	doc := answerDoc{Success: err == nil}
+	if err != nil {
+		doc.Error = err.Error()
+	}
+	data, _ := json.Marshal(doc)
+	done := strings.TrimSuffix(r.path, ".json") + ".done"
+	tmp := done + ".tmp"
+	if os.WriteFile(tmp, data, 0o644) == nil {
+		_ = os.Rename(tmp, done)
+	}
+	_ = os.Remove(r.path)
+}
+
+// SendRedirect hands a change to the running engine of stateFile and waits
+// up to wait for its answer.
+func SendRedirect(stateFile string, c Change, wait time.Duration) error {
+	dir := requestDir(stateFile)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("redirect: %w", err)
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	name := strconv.FormatInt(time.Now().UnixNano(), 10) + "-" + strconv.Itoa(os.Getpid())
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("redirect: %w", err)
+	}
+	req := filepath.Join(dir, name+".json")
+	if err := os.Rename(tmp, req); err != nil {
+		return fmt.Errorf("redirect: %w", err)
+	}
+	done := filepath.Join(dir, name+".done")
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if data, err := os.ReadFile(done); err == nil {
+			_ = os.Remove(done)
+			var a answerDoc
+			if err := json.Unmarshal(data, &a); err != nil {
+				return fmt.Errorf("redirect: unreadable answer: %w", err)
+			}
+			if !a.Success {
+				return errors.New(a.Error)
+			}
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if os.Remove(req) == nil {
+		return fmt.Errorf("redirect: the running engine did not take the request within %s; it was withdrawn", wait)
+	}
+	return fmt.Errorf("redirect: the engine took the request but did not answer within %s", wait)
+}

@@ -1,0 +1,474 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
+)
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+// structural marks a change that the state file should show at once: an OR
+// switch, a decomposition, new atoms.
+func (e *engine) structural() {
+	e.dirty = true
+	e.lastFlush = time.Time{}
+}
+
+// applyPlan adds a planner's atoms and decompositions. Each is applied on its
+// own; an invalid one is skipped and journaled, never half-applied.
+func (e *engine) applyPlan(forAtom string, res agent.Result) int {
+	n := 0
+	for _, d := range res.Decompositions {
+		kids := make([]state.Atom, 0, len(d.Children))
+		for _, c := range d.Children {
+			kids = append(kids, state.Atom{ID: c.ID, Description: c.Description, DependsOn: c.DependsOn})
+		}
+		parent := d.Parent
+		if parent == "" {
+			parent = forAtom
+		}
+		if _, err := dag.Decompose(e.s, parent, kids, nonBlank(d.Reason, "planner: "+parent+" failed")); err != nil {
+			e.event(journal.Event{Type: journal.Decompose, Atom: parent, OK: journal.Bool(false), Reason: err.Error()})
+			continue
+		}
+		e.event(journal.Event{Type: journal.Decompose, Atom: parent, OK: journal.Bool(true), Data: map[string]any{"children": ids(kids)}})
+		e.say("planner split %s into %s", parent, strings.Join(ids(kids), ", "))
+		n++
+	}
+	for _, p := range res.Atoms {
+		a := state.Atom{ID: p.ID, Description: p.Description, DependsOn: p.DependsOn, ORGroup: p.ORGroup}
+		if err := dag.AddAtom(e.s, a); err != nil {
+			e.event(journal.Event{Type: journal.AddAtom, Atom: p.ID, OK: journal.Bool(false), Reason: err.Error()})
+			continue
+		}
+		e.event(journal.Event{Type: journal.AddAtom, Atom: p.ID, OK: journal.Bool(true)})
+		e.say("planner added %s: %s", p.ID, oneLine(p.Description, 60))
+		n++
+	}
+	if n > 0 {
+		e.expanded = true
+		e.structural()
+	}
+	return n
+}
+
+func ids(list []state.Atom) []string {
+	out := make([]string, len(list))
+	for i, a := range list {
+		out[i] = a.ID
+	}
+	return out
+}
+
+func nonBlank(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}
+
+// verify runs the base case itself; an agent's word is never proof. Judged
+// checks go to the agent in the judge role.
+func (e *engine) verify(ctx context.Context) (bool, []string, error) {
+	e.say("verifying the base case")
+	if err := e.flush(); err != nil {
+		return false, nil, err
+	}
+	vctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan string, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		e.watchStop(vctx, cancel, stopped)
+	}()
+	rep, err := verify.BaseCase(vctx, e.s.Objective.BaseCase, verify.Options{Dir: e.opts.Workdir, Timeout: e.opts.CheckTimeout, Judge: &judge{e: e}})
+	cancel()
+	<-watched
+	select {
+	case r := <-stopped:
+		e.stop = &r
+	default:
+	}
+	if e.stop != nil || ctx.Err() != nil {
+		if e.stop == nil {
+			r := "interrupted (Ctrl-C or a signal)"
+			e.stop = &r
+		}
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("base case: %w", err)
+	}
+	failures := collectFailures(rep.Checklist, "")
+	for _, sk := range rep.Skipped {
+		failures = append(failures, fmt.Sprintf("%s: not judged: %s", sk.Item, sk.Reason))
+	}
+	e.event(journal.Event{Type: journal.Verify, OK: journal.Bool(rep.Passed), Data: map[string]any{"failures": failures}})
+	if rep.Passed {
+		e.say("base case passed")
+	} else {
+		e.say("base case failed: %s", oneLine(strings.Join(failures, "; "), 100))
+	}
+	return rep.Passed, failures, nil
+}
+
+// watchStop cancels a verification when a stop is requested meanwhile.
+func (e *engine) watchStop(ctx context.Context, cancel context.CancelFunc, stopped chan<- string) {
+	t := time.NewTicker(e.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if s, err := e.store.Read(); err == nil && s.Control.StopRequested {
+				stopped <- nonBlank(deref(s.Control.StopReason), "aot stop")
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+func collectFailures(items []verify.ItemResult, prefix string) []string {
+	var out []string
+	for _, it := range items {
+		if it.Passed || it.NeedsJudge {
+			continue
+		}
+		name := prefix + it.Item
+		if len(it.GroupResults)+len(it.AnyOfResults) > 0 {
+			sub := collectFailures(append(it.GroupResults, it.AnyOfResults...), name+" / ")
+			if len(sub) > 0 {
+				out = append(out, sub...)
+				continue
+			}
+		}
+		out = append(out, name+": "+oneLine(it.Evidence, 300))
+	}
+	return out
+}
+
+// judge asks the agent, in the judge role, about an assertion or quality check.
+type judge struct{ e *engine }
+
+func (j *judge) Judge(ctx context.Context, item string, c *state.Check) (bool, string, error) {
+	t := agent.Task{
+		Role:      agent.Judge,
+		Atom:      agent.AtomRef{ID: "base_case", Description: item, DependsOn: []string{}},
+		Objective: agent.Objective{Goal: j.e.s.Objective.Goal, DefinitionOfDone: j.e.s.Objective.DefinitionOfDone},
+		Bindings:  map[string]agent.Binding{},
+		Workdir:   j.e.opts.Workdir,
+		Attempt:   1,
+		StateFile: j.e.opts.StateFile,
+		Check:     c,
+	}
+	tctx, cancel := context.WithTimeout(ctx, j.e.opts.AgentTimeout)
+	defer cancel()
+	res, err := j.e.opts.Agent.Run(tctx, t)
+	j.e.addUsage(res.Usage, err)
+	if err != nil {
+		return false, "", err
+	}
+	return res.Passed, res.Evidence, nil
+}
+
+// plan asks the planner for new atoms after the base case failed with
+// nothing left to do. What it adds is the next iteration's work.
+func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
+	t := agent.Task{
+		Role:      agent.Planner,
+		Atom:      agent.AtomRef{ID: "base_case", Description: "the base case failed; propose atoms that fix it", DependsOn: []string{}},
+		Objective: agent.Objective{Goal: e.s.Objective.Goal, BackgroundIntent: e.s.Objective.BackgroundIntent, Deliverables: e.s.Objective.Deliverables, DefinitionOfDone: e.s.Objective.DefinitionOfDone},
+		Bindings:  map[string]agent.Binding{},
+		Workdir:   e.opts.Workdir,
+		Attempt:   e.s.Control.Iteration + 1,
+		StateFile: e.opts.StateFile,
+		Failures:  failures,
+	}
+	e.event(journal.Event{Type: journal.AtomStart, Atom: "base_case", Role: string(agent.Planner)})
+	tctx, cancel := context.WithTimeout(ctx, e.opts.AgentTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := e.opts.Agent.Run(tctx, t)
+	e.addUsage(res.Usage, err)
+	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Planner), OK: journal.Bool(err == nil), DurationMS: time.Since(start).Milliseconds()}
+	if err != nil {
+		ev.Reason = err.Error()
+		e.event(ev)
+		e.say("planner failed: %v", err)
+		return
+	}
+	e.event(ev)
+	if e.applyPlan(forAtom, res) == 0 {
+		e.say("the planner proposed nothing usable")
+	}
+}
+
+// endIteration evaluates progress: fewer unresolved atoms is progress; the
+// same count is a stall; more, because the graph was expanded, is tolerated
+// max_stall_count times in a row and then counts as a stall.
+func (e *engine) endIteration() {
+	c := &e.s.Control
+	c.Iteration++
+	u := dag.Unresolved(e.s)
+	prev := c.PrevPendingCount
+	max := e.s.Objective.Constraints.MaxStallCount
+	kind := "progress"
+	switch {
+	case prev < 0 || u < prev:
+		c.StallCount = 0
+		e.expands = 0
+	case u > prev && e.expanded:
+		e.expands++
+		kind = "expansion"
+		if max > 0 && e.expands > max {
+			c.StallCount++
+			kind = "stall"
+		}
+	default:
+		c.StallCount++
+		e.expands = 0
+		kind = "stall"
+	}
+	c.PrevPendingCount = u
+	e.expanded = false
+	e.dirty = true
+	e.event(journal.Event{Type: journal.Iteration, Iteration: c.Iteration, Reason: kind, Data: map[string]any{"unresolved": u, "stall_count": c.StallCount}})
+	if kind == "stall" {
+		e.event(journal.Event{Type: journal.Stall, Iteration: c.Iteration, Data: map[string]any{"stall_count": c.StallCount, "unresolved": u}})
+	}
+}
+
+// kill cancels a running task; its result will be discarded and its atom
+// returns to pending.
+func (e *engine) kill(id int, why string) {
+	t := e.tasks[id]
+	if t == nil || t.discarded {
+		return
+	}
+	t.discarded = true
+	t.cancel()
+	if a := e.s.Atom(t.atom); a != nil && a.Status == state.StatusInProgress {
+		a.Status = state.StatusPending
+		e.dirty = true
+	}
+	e.event(journal.Event{Type: journal.AtomReset, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: why})
+}
+
+// killAll kills every running agent and waits for their processes to end.
+func (e *engine) killAll(why string) {
+	for id := range e.tasks {
+		e.kill(id, why)
+	}
+	deadline := time.After(10 * time.Second)
+	for len(e.tasks) > 0 {
+		select {
+		case r := <-e.results:
+			if t := e.tasks[r.id]; t != nil {
+				delete(e.tasks, r.id)
+				if e.busy[t.atom] == t.id {
+					delete(e.busy, t.atom)
+				}
+				e.addUsage(r.res.Usage, r.err)
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
+func (e *engine) syncJournal() error { return e.jr.Sync() }
+
+// fileStamp identifies a version of the state file cheaply.
+type fileStamp struct {
+	size int64
+	mod  time.Time
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{size: fi.Size(), mod: fi.ModTime()}
+}
+
+// flush syncs the journal, then writes the in-memory state to the file under
+// the store's lock. A stop requested in the file meanwhile is kept and
+// honoured.
+func (e *engine) flush() error {
+	if !e.dirty {
+		return nil
+	}
+	if err := e.jr.Sync(); err != nil {
+		return err
+	}
+	_, err := e.store.UpdateBatch(func(fs *state.State) error {
+		if fs.Control.StopRequested && e.stop == nil {
+			r := nonBlank(deref(fs.Control.StopReason), "aot stop")
+			e.stop = &r
+		}
+		stopReq, stopReason := fs.Control.StopRequested, fs.Control.StopReason
+		state.CopyInto(fs, state.Clone(e.s))
+		if stopReq && e.s.Control.Status == state.ControlRunning {
+			fs.Control.StopRequested = true
+			fs.Control.StopReason = stopReason
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	e.stamp = stampOf(e.opts.StateFile)
+	e.dirty = false
+	e.lastFlush = e.now()
+	e.event(journal.Event{Type: journal.Checkpoint})
+	return nil
+}
+
+// poll looks for a stop in the state file and for redirect requests.
+func (e *engine) poll(ctx context.Context) error {
+	if st := stampOf(e.opts.StateFile); st != e.stamp {
+		s, err := e.store.Read()
+		if err == nil && s.Control.StopRequested && e.stop == nil {
+			r := nonBlank(deref(s.Control.StopReason), "aot stop")
+			e.stop = &r
+		}
+		e.stamp = st
+	}
+	reqs, err := pendingRequests(e.opts.StateFile)
+	if err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		if r.bad != nil {
+			answer(r, r.bad)
+			continue
+		}
+		e.redirect(r)
+	}
+	return nil
+}
+
+// redirect applies a correction: running agents are killed and their
+// results discarded, the change is applied, the loop goes on.
+func (e *engine) redirect(r request) {
+	e.killAll("redirect: " + r.change.Reason)
+	err := Apply(e.s, r.change, e.now())
+	ev := journal.Event{Type: journal.Redirect, OK: journal.Bool(err == nil), Reason: r.change.Reason}
+	if err != nil {
+		ev.Data = map[string]any{"error": err.Error()}
+	} else {
+		// The graph changed under the strategies: start them afresh.
+		e.next = map[string]agent.Role{}
+		e.planned = map[string]bool{}
+		e.s.Control.StallCount = 0
+		e.s.Control.PrevPendingCount = dag.Unresolved(e.s)
+		e.expands = 0
+	}
+	e.event(ev)
+	e.structural()
+	ferr := e.flush()
+	if err == nil {
+		err = ferr
+	}
+	answer(r, err)
+	if err != nil {
+		e.say("redirect refused: %v", err)
+		return
+	}
+	e.say("redirected: %s", r.change.Reason)
+}
+
+// finish kills what still runs, records the stop in the state and the
+// journal, and writes both.
+func (e *engine) finish(out *Outcome) error {
+	if e.halt != nil && out.Reason == "" {
+		*out = e.outcome(e.halt.Reason, e.halt.Message)
+	}
+	e.killAll("the loop stopped: " + string(out.Reason))
+	c := &e.s.Control
+	if out.Reason == Completed {
+		c.Status = state.ControlCompleted
+		c.StopReason = nil
+	} else {
+		c.Status = state.ControlStopped
+		msg := out.Message
+		c.StopReason = &msg
+	}
+	c.StopRequested = false
+	waits := out.Waits
+	*out = e.outcome(out.Reason, out.Message)
+	out.Waits = waits
+	e.event(journal.Event{Type: journal.Stop, Reason: string(out.Reason), Data: map[string]any{"message": out.Message, "exit_code": out.ExitCode}})
+	e.dirty = true
+	err := e.flush()
+	if cerr := e.jr.Close(); err == nil {
+		err = cerr
+	}
+	e.say("stopped: %s: %s", out.Reason, out.Message)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// replay re-applies worker results that reached the journal but not the
+// state file before a crash: every successful worker finish after the last
+// checkpoint whose atom is not resolved yet. It returns how many it applied.
+func (e *engine) replay() int {
+	events, err := journal.Read(journal.PathFor(e.opts.StateFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	last := -1
+	for i, ev := range events {
+		if ev.Type == journal.Checkpoint {
+			last = i
+		}
+	}
+	n := 0
+	for _, ev := range events[last+1:] {
+		if ev.Type != journal.AtomFinish || ev.Role != string(agent.Worker) || ev.OK == nil || !*ev.OK {
+			continue
+		}
+		a := e.s.Atom(ev.Atom)
+		if a == nil || a.Status == state.StatusResolved {
+			continue
+		}
+		summary, _ := ev.Data["summary"].(string)
+		var arts []string
+		if list, ok := ev.Data["artifacts"].([]any); ok {
+			for _, x := range list {
+				if s, ok := x.(string); ok {
+					arts = append(arts, s)
+				}
+			}
+		}
+		a.Status = state.StatusResolved
+		_ = dag.Bind(e.s, a.ID, nonBlank(summary, "resolved by the worker"), arts)
+		e.event(journal.Event{Type: journal.AtomFinish, Atom: a.ID, Role: ev.Role, OK: journal.Bool(true), Reason: "replayed from the journal after a crash", Data: ev.Data})
+		n++
+	}
+	if n > 0 {
+		dag.ResolveParents(e.s)
+	}
+	return n
+}
