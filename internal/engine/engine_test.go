@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -247,5 +248,88 @@ func TestMaxIterationsBound(t *testing.T) {
 	out := runEngine(t, path, fa, func(o *Options) { o.MaxIterations = 2 })
 	if out.Reason != MaxIterations || out.Iterations != 2 || out.ExitCode != 4 {
 		t.Fatalf("outcome = %+v", out)
+	}
+}
+
+func TestCrashReplayDoesNotRedoJournaledResults(t *testing.T) {
+	// The engine died after journaling A1's success but before the state
+	// file caught up: the file still says running, A1 in progress.
+	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", "A1"}), func(s *state.State) {
+		s.Control.Status = state.ControlRunning
+		s.Atoms[0].Status = state.StatusInProgress
+	})
+	root := ProjectRoot(path)
+	jr, err := journal.Open(journal.PathFor(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []journal.Event{
+		{Type: journal.RunStart},
+		{Type: journal.Checkpoint},
+		{Type: journal.AtomStart, Atom: "A1", Role: "worker", Attempt: 1},
+		{Type: journal.AtomFinish, Atom: "A1", Role: "worker", Attempt: 1, OK: journal.Bool(true), Data: map[string]any{"summary": "A1 built", "artifacts": []any{"a1.go"}}},
+	} {
+		if err := jr.Append(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := jr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ok := succeedAndTouch(root, "A2")
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		if t.Atom.ID == "A1" {
+			return agent.Result{}, errors.New("A1 must not be redone")
+		}
+		if t.Atom.ID == "A2" {
+			if b, ok := t.Bindings["A1"]; !ok || b.Summary != "A1 built" {
+				return agent.Result{}, fmt.Errorf("A2 got bindings %v", t.Bindings)
+			}
+		}
+		return ok(ctx, t)
+	}}
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if fa.count(agent.Worker, "A1") != 0 {
+		t.Fatal("A1 was redone")
+	}
+	b := read(t, path).Binding("A1")
+	if b == nil || b.Summary != "A1 built" || len(b.Artifacts) != 1 || b.Artifacts[0] != "a1.go" {
+		t.Fatalf("A1 binding = %+v", b)
+	}
+}
+
+func TestAgentTimeoutIsAFailedAttempt(t *testing.T) {
+	path := project(t, atoms([2]string{"A1", ""}), func(s *state.State) { s.Objective.Constraints.MaxAttemptsPerAtom = 2 })
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		if t.Role != agent.Worker {
+			return agent.Result{Feasible: true}, nil
+		}
+		<-ctx.Done()
+		return agent.Result{}, &agent.AttemptError{Reason: "timed out"}
+	}}
+	out := runEngine(t, path, fa, func(o *Options) { o.AgentTimeout = 50 * time.Millisecond })
+	if out.Reason != MaxAttempts || out.ExitCode != 9 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	a := read(t, path).Atom("A1")
+	if a.Status != state.StatusPending || a.Attempts != 2 || a.LastFailure == "" {
+		t.Fatalf("atom = %+v", a)
+	}
+}
+
+func TestBudgetStopsTheLoop(t *testing.T) {
+	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", "A1"}), func(s *state.State) { s.Objective.Constraints.MaxTokens = 100 })
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		return agent.Result{Success: true, Usage: agent.Usage{InputTokens: 80, OutputTokens: 40, CostUSD: 0.5}}, nil
+	}}
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != Budget || out.ExitCode != 8 || out.Usage.InputTokens != 80 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if fa.count(agent.Worker, "A2") != 0 {
+		t.Fatal("A2 ran after the budget was spent")
 	}
 }
