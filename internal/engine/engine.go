@@ -10,6 +10,7 @@
 package engine
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ type Options struct {
 	AgentTimeout  time.Duration // per agent attempt; default DefaultAgentTimeout
 	CheckTimeout  time.Duration // per base-case command without its own timeout; default verify.DefaultTimeout
 	PollInterval  time.Duration // how often stop and redirect requests are looked for; default 100ms
-	FlushInterval time.Duration // how far the state file may lag the journal; default 250ms
+	FlushInterval time.Duration // how far the state file may lag the journal; default 500ms
 	Progress      io.Writer     // live progress for people; nil = quiet
 	Now           func() time.Time
 }
@@ -101,6 +102,15 @@ type engine struct {
 	parallel  int
 	maxIter   int
 	halt      *Outcome // a stop decided inside a step (max attempts)
+
+	// Incremental view of the graph, so a transition costs the same at 10
+	// or 100,000 atoms: rebuilt only when the graph's shape changes.
+	ix         *dag.Index
+	ready      map[string]bool // executable atoms not yet started
+	queue      positions       // ready atoms by file position (may hold stale entries)
+	bindIdx    map[string]int  // atom -> index in s.Bindings
+	unresolved int             // dag.Unresolved, -1 when it must be recounted
+	reshape    bool            // the graph's shape changed: rebuild ix and ready
 }
 
 // Run runs the loop of the state file until it halts. An error means the
@@ -123,7 +133,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 		opts.PollInterval = 100 * time.Millisecond
 	}
 	if opts.FlushInterval <= 0 {
-		opts.FlushInterval = 250 * time.Millisecond
+		opts.FlushInterval = 500 * time.Millisecond
 	}
 	if opts.Workdir == "" {
 		opts.Workdir = ProjectRoot(opts.StateFile)
@@ -241,6 +251,7 @@ func (e *engine) begin() error {
 		e.maxIter = e.opts.MaxIterations
 	}
 	e.dirty = true
+	e.rebuild()
 	if err := e.flush(); err != nil {
 		return err
 	}
@@ -262,6 +273,9 @@ func (e *engine) loop(ctx context.Context) Outcome {
 	for {
 		if out, done := e.bounds(); done {
 			return out
+		}
+		if e.reshape {
+			e.rebuild()
 		}
 		e.schedule(ctx)
 		if len(e.tasks) == 0 {
@@ -412,10 +426,13 @@ func (e *engine) schedule(ctx context.Context) {
 		return
 	}
 	var cands []*state.Atom
-	for _, a := range dag.Executable(e.s, 0) {
-		if _, running := e.busy[a.ID]; !running {
-			cands = append(cands, a)
+	for free-len(cands) > 0 && e.queue.Len() > 0 {
+		pos := heap.Pop(&e.queue).(int)
+		a := &e.s.Atoms[pos]
+		if _, running := e.busy[a.ID]; running || !e.ready[a.ID] {
+			continue // a stale entry
 		}
+		cands = append(cands, a)
 	}
 	// Speculative OR groups run their other ready choices beside the selected one.
 	for i := range e.s.ORGroups {
@@ -443,15 +460,14 @@ func (e *engine) schedule(ctx context.Context) {
 
 // launch starts the next step of an atom's strategy.
 func (e *engine) launch(ctx context.Context, id string) {
-	a := e.s.Atom(id)
+	a := e.ix.Atom(id)
+	delete(e.ready, id)
 	role := e.next[id]
 	if role == "" {
 		role = agent.Worker
 	}
 	if role == agent.Worker {
-		if err := dag.SetStatus(e.s, id, state.StatusInProgress); err != nil {
-			return
-		}
+		a.Status = state.StatusInProgress // pending -> in_progress: a is executable
 		e.dirty = true
 	}
 	e.nextID++
@@ -492,7 +508,8 @@ func (e *engine) taskFor(a *state.Atom, role agent.Role, attempt int) agent.Task
 		t.LastFailure = strings.TrimSpace(t.LastFailure + "\nprobe findings: " + n)
 	}
 	for _, d := range a.DependsOn {
-		if b := e.s.Binding(d); b != nil {
+		if i, ok := e.bindIdx[d]; ok {
+			b := &e.s.Bindings[i]
 			t.Bindings[d] = agent.Binding{Summary: b.Summary, Artifacts: append([]string{}, b.Artifacts...)}
 		}
 	}
@@ -513,11 +530,17 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	if e.busy[t.atom] == t.id {
 		delete(e.busy, t.atom)
 	}
+	defer func() {
+		// Whatever happened, an atom that can run again is a candidate.
+		if _, running := e.busy[t.atom]; !running && !e.reshape && e.ix.Ready(t.atom) {
+			e.markReady(t.atom)
+		}
+	}()
 	e.addUsage(r.res.Usage, r.err)
 	if t.discarded {
 		return false
 	}
-	a := e.s.Atom(t.atom)
+	a := e.ix.Atom(t.atom)
 	if a == nil {
 		return false
 	}
@@ -593,8 +616,16 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 	arts := append([]string{}, res.Artifacts...)
 	ev.Data = map[string]any{"summary": summary, "artifacts": arts}
 	e.event(ev)
-	_ = dag.SetStatus(e.s, a.ID, state.StatusResolved)
-	_ = dag.Bind(e.s, a.ID, summary, arts)
+	a.Status = state.StatusResolved // in_progress -> resolved: a worker finished it
+	e.bind(state.Binding{AtomID: a.ID, Summary: summary, Artifacts: arts})
+	if e.unresolved > 0 && e.ix.Live(a.ID) {
+		e.unresolved--
+	}
+	for _, id := range e.ix.Affected(a.ID) {
+		if e.ix.Ready(id) {
+			e.markReady(id)
+		}
+	}
 	a.LastFailure = ""
 	delete(e.next, a.ID)
 	e.dirty = true
@@ -614,7 +645,11 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 			}
 		}
 	}
+	if len(e.s.Decompositions) == 0 || !e.ix.IsChild(a.ID) {
+		return
+	}
 	for _, p := range dag.ResolveParents(e.s) {
+		e.structural()
 		e.event(journal.Event{Type: journal.ParentDone, Atom: p, Data: map[string]any{"summary": e.s.Binding(p).Summary, "artifacts": e.s.Binding(p).Artifacts}})
 		e.say("parent %s resolved: all its children are", p)
 	}
@@ -648,6 +683,9 @@ func (e *engine) fail(a *state.Atom, reason string) {
 		r := fmt.Sprintf("max_attempts: %s failed %d times (last: %s)", a.ID, a.Attempts, oneLine(reason, 200))
 		e.stopWith(MaxAttempts, r)
 		return
+	}
+	if e.ix.Ready(a.ID) {
+		e.markReady(a.ID)
 	}
 	switch {
 	case a.Attempts == 1:

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,65 @@ func oneLine(s string, max int) string {
 func (e *engine) structural() {
 	e.dirty = true
 	e.lastFlush = time.Time{}
+	e.reshape = true
+}
+
+// rebuild recomputes the incremental view of the graph from the state.
+func (e *engine) rebuild() {
+	e.ix = dag.NewIndex(e.s)
+	e.ready = map[string]bool{}
+	e.queue = e.queue[:0]
+	for _, a := range dag.Executable(e.s, 0) {
+		e.markReady(a.ID)
+	}
+	e.bindIdx = make(map[string]int, len(e.s.Bindings))
+	for i, b := range e.s.Bindings {
+		e.bindIdx[b.AtomID] = i
+	}
+	e.unresolved = dag.Unresolved(e.s)
+	e.reshape = false
+}
+
+// markReady adds an executable atom to the candidates.
+func (e *engine) markReady(id string) {
+	if e.ready[id] {
+		return
+	}
+	e.ready[id] = true
+	heap.Push(&e.queue, e.ix.Position(id))
+}
+
+// bind sets a binding through the engine's index of bindings.
+func (e *engine) bind(b state.Binding) {
+	if i, ok := e.bindIdx[b.AtomID]; ok {
+		b.Line = e.s.Bindings[i].Line
+		e.s.Bindings[i] = b
+		return
+	}
+	e.bindIdx[b.AtomID] = len(e.s.Bindings)
+	e.s.Bindings = append(e.s.Bindings, b)
+}
+
+// positions is a min-heap of atom positions: candidates start in file order.
+type positions []int
+
+func (p positions) Len() int           { return len(p) }
+func (p positions) Less(i, j int) bool { return p[i] < p[j] }
+func (p positions) Swap(i, j int)      { p[i], p[j] = p[j], p[i] }
+func (p *positions) Push(x any)        { *p = append(*p, x.(int)) }
+func (p *positions) Pop() any {
+	old := *p
+	x := old[len(old)-1]
+	*p = old[:len(old)-1]
+	return x
+}
+
+// unresolvedCount is dag.Unresolved, kept up to date between rebuilds.
+func (e *engine) unresolvedCount() int {
+	if e.reshape || e.unresolved < 0 {
+		e.rebuild()
+	}
+	return e.unresolved
 }
 
 // applyPlan adds a planner's atoms and decompositions. Each is applied on its
@@ -227,7 +287,7 @@ func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
 func (e *engine) endIteration() {
 	c := &e.s.Control
 	c.Iteration++
-	u := dag.Unresolved(e.s)
+	u := e.unresolvedCount()
 	prev := c.PrevPendingCount
 	max := e.s.Objective.Constraints.MaxStallCount
 	kind := "progress"
@@ -265,9 +325,12 @@ func (e *engine) kill(id int, why string) {
 	}
 	t.discarded = true
 	t.cancel()
-	if a := e.s.Atom(t.atom); a != nil && a.Status == state.StatusInProgress {
+	if a := e.ix.Atom(t.atom); a != nil && a.Status == state.StatusInProgress {
 		a.Status = state.StatusPending
 		e.dirty = true
+		if e.ix.Ready(a.ID) {
+			e.markReady(a.ID)
+		}
 	}
 	e.event(journal.Event{Type: journal.AtomReset, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: why})
 }
@@ -380,7 +443,8 @@ func (e *engine) redirect(r request) {
 		e.next = map[string]agent.Role{}
 		e.planned = map[string]bool{}
 		e.s.Control.StallCount = 0
-		e.s.Control.PrevPendingCount = dag.Unresolved(e.s)
+		e.reshape = true
+		e.s.Control.PrevPendingCount = e.unresolvedCount()
 		e.expands = 0
 	}
 	e.event(ev)
