@@ -31,6 +31,7 @@ type deps struct {
 	getenv  func(string) string
 	now     func() time.Time
 	version string
+	self    string // the path that runs this program again (aot demo's agent)
 }
 
 // Main runs the aot command line with args (without the program name) and
@@ -41,6 +42,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		getenv:  os.Getenv,
 		now:     time.Now,
 		version: buildVersion(),
+		self:    selfPath(),
 	}
 	return run(context.Background(), d, args)
 }

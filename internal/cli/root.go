@@ -99,11 +99,12 @@ func newCmdRoot(d *deps) *cobra.Command {
 		newCmdStop(d, g, nil),
 		newCmdRedirect(d, g, nil),
 		newCmdStatus(d, g, nil),
+		newCmdDemo(d, g, nil),
 	} {
 		c.GroupID = "loop"
 		root.AddCommand(c)
 	}
-	root.AddCommand(newCmdVersion(d, g))
+	root.AddCommand(newCmdVersion(d, g), newCmdDemoAgent(d))
 	return root
 }
 

@@ -565,10 +565,8 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		e.event(ev)
 		e.planned[t.atom] = true
 		e.next[t.atom] = agent.Worker
-		if r.err == nil {
-			e.applyPlan(t.atom, r.res)
-		}
-		return false
+		// A plan that grew the graph ends an iteration as an expansion.
+		return r.err == nil && e.applyPlan(t.atom, r.res) > 0
 	}
 	if ok {
 		e.resolve(ctx, a, r.res, ev)

@@ -487,7 +487,7 @@ func (e *engine) finish(out *Outcome) error {
 	if cerr := e.jr.Close(); err == nil {
 		err = cerr
 	}
-	e.say("stopped: %s: %s", out.Reason, out.Message)
+	e.say("halted: %s: %s", out.Reason, out.Message)
 	if err != nil {
 		return err
 	}
