@@ -432,6 +432,7 @@ func (e *engine) schedule(ctx context.Context) {
 		if _, running := e.busy[a.ID]; running || !e.ready[a.ID] {
 			continue // a stale entry
 		}
+		delete(e.ready, a.ID) // taken: a second entry for it is stale now
 		cands = append(cands, a)
 	}
 	// Speculative OR groups run their other ready choices beside the selected one.

@@ -48,11 +48,10 @@ func (e *engine) rebuild() {
 	e.reshape = false
 }
 
-// markReady adds an executable atom to the candidates.
+// markReady adds an executable atom to the candidates. The queue may hold
+// an atom more than once; schedule skips entries that are no longer ready,
+// and an atom that is still busy is pushed again when its task ends.
 func (e *engine) markReady(id string) {
-	if e.ready[id] {
-		return
-	}
 	e.ready[id] = true
 	heap.Push(&e.queue, e.ix.Position(id))
 }
