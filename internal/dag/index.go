@@ -60,6 +60,9 @@ func (x *Index) Affected(id string) []string {
 	return out
 }
 
+// Dependents returns the atoms that name id in depends_on.
+func (x *Index) Dependents(id string) []string { return x.rdeps[id] }
+
 // Live reports whether the atom counts for progress (see Unresolved).
 func (x *Index) Live(id string) bool {
 	a := x.g.atom(id)

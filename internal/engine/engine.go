@@ -298,8 +298,20 @@ func (e *engine) loop(ctx context.Context) Outcome {
 			if worked {
 				e.endIteration()
 			}
+			// Refill the freed slots first, then make the batch durable:
+			// the fsync overlaps with the agents' work instead of delaying it.
+			out, done := e.bounds()
+			if !done {
+				if e.reshape {
+					e.rebuild()
+				}
+				e.schedule(ctx)
+			}
 			if err := e.syncJournal(); err != nil {
 				return e.failed(err)
+			}
+			if done {
+				return out
 			}
 		case <-tick.C:
 			if err := e.poll(ctx); err != nil {

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -331,5 +333,75 @@ func TestBudgetStopsTheLoop(t *testing.T) {
 	}
 	if fa.count(agent.Worker, "A2") != 0 {
 		t.Fatal("A2 ran after the budget was spent")
+	}
+}
+
+func TestSpeculativeORAdoptsTheFirstSuccessAndKillsTheRest(t *testing.T) {
+	path := project(t, atoms([2]string{"S1", ""}, [2]string{"S2", ""}, [2]string{"S3", ""}, [2]string{"C", "S1"}), func(s *state.State) {
+		for i := 0; i < 3; i++ {
+			s.Atoms[i].ORGroup = "fast"
+		}
+		s.ORGroups = []state.ORGroup{{Name: "fast", Choices: []string{"S1", "S2", "S3"}, Selected: "S1", Failed: []string{}, Speculative: true}}
+	})
+	root := ProjectRoot(path)
+	ok := succeedAndTouch(root, "C")
+	var killed sync.Map
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		switch t.Atom.ID {
+		case "S1", "S3": // slow: only a kill ends them
+			<-ctx.Done()
+			killed.Store(t.Atom.ID, true)
+			return agent.Result{Success: true, Summary: "too late"}, nil
+		case "S2":
+			time.Sleep(30 * time.Millisecond)
+			return agent.Result{Success: true, Summary: "S2 won", Artifacts: []string{"s2.go"}}, nil
+		}
+		return ok(ctx, t)
+	}}
+	out := runEngine(t, path, fa, func(o *Options) { o.AgentTimeout = 10 * time.Second })
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	for _, id := range []string{"S1", "S2", "S3"} {
+		if fa.count(agent.Worker, id) != 1 {
+			t.Errorf("%s ran %d times; all choices run at once, once", id, fa.count(agent.Worker, id))
+		}
+	}
+	if _, ok := killed.Load("S1"); !ok {
+		t.Error("S1 was not killed when S2 won")
+	}
+	if _, ok := killed.Load("S3"); !ok {
+		t.Error("S3 was not killed when S2 won")
+	}
+	s := read(t, path)
+	g := s.ORGroup("fast")
+	if g.Selected != "S2" || len(s.Trail) != 1 || s.Trail[0].Selected != "S2" {
+		t.Fatalf("group = %+v, trail = %+v", g, s.Trail)
+	}
+	if s.Binding("S1") != nil || s.Binding("S3") != nil || s.Atom("S1").Status != state.StatusPending {
+		t.Fatalf("losers kept results: S1 %+v %+v", s.Atom("S1"), s.Binding("S1"))
+	}
+}
+
+func TestPromptHoldsOnlyTheAtomItsDependenciesAndTheObjective(t *testing.T) {
+	small, large := promptEngine(10), promptEngine(10_000)
+	for _, e := range []*engine{small, large} {
+		a := &e.s.Atoms[len(e.s.Atoms)/2]
+		task := e.taskFor(a, agent.Worker, 1)
+		if len(task.Bindings) > len(a.DependsOn) {
+			t.Fatalf("task for %s has %d bindings for %d dependencies", a.ID, len(task.Bindings), len(a.DependsOn))
+		}
+		for id := range task.Bindings {
+			if !slices.Contains(a.DependsOn, id) {
+				t.Fatalf("task for %s carries the binding of %s, not a dependency", a.ID, id)
+			}
+		}
+	}
+	size := func(e *engine) int {
+		data, _ := json.Marshal(e.taskFor(&e.s.Atoms[len(e.s.Atoms)/2], agent.Worker, 1))
+		return len(data)
+	}
+	if s, l := size(small), size(large); l > s+200 {
+		t.Fatalf("the prompt grows with the graph: %d bytes at 10 atoms, %d at 10,000", s, l)
 	}
 }

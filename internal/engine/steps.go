@@ -36,7 +36,7 @@ func (e *engine) structural() {
 func (e *engine) rebuild() {
 	e.ix = dag.NewIndex(e.s)
 	e.ready = map[string]bool{}
-	e.queue = e.queue[:0]
+	e.queue = positions{height: heights(e.s, e.ix)}
 	for _, a := range dag.Executable(e.s, 0) {
 		e.markReady(a.ID)
 	}
@@ -67,18 +67,71 @@ func (e *engine) bind(b state.Binding) {
 	e.s.Bindings = append(e.s.Bindings, b)
 }
 
-// positions is a min-heap of atom positions: candidates start in file order.
-type positions []int
+// positions is a heap of atom positions: the atom with the longest chain of
+// work behind it starts first (critical path first), then file order.
+type positions struct {
+	items  []int
+	height []int32 // by position: atoms on the longest dependent chain from it
+}
 
-func (p positions) Len() int           { return len(p) }
-func (p positions) Less(i, j int) bool { return p[i] < p[j] }
-func (p positions) Swap(i, j int)      { p[i], p[j] = p[j], p[i] }
-func (p *positions) Push(x any)        { *p = append(*p, x.(int)) }
+func (p *positions) Len() int { return len(p.items) }
+func (p *positions) Less(i, j int) bool {
+	a, b := p.items[i], p.items[j]
+	if ha, hb := p.h(a), p.h(b); ha != hb {
+		return ha > hb
+	}
+	return a < b
+}
+func (p *positions) h(pos int) int32 {
+	if pos < len(p.height) {
+		return p.height[pos]
+	}
+	return 0
+}
+func (p *positions) Swap(i, j int) { p.items[i], p.items[j] = p.items[j], p.items[i] }
+func (p *positions) Push(x any)    { p.items = append(p.items, x.(int)) }
 func (p *positions) Pop() any {
-	old := *p
-	x := old[len(old)-1]
-	*p = old[:len(old)-1]
+	x := p.items[len(p.items)-1]
+	p.items = p.items[:len(p.items)-1]
 	return x
+}
+
+// heights computes, for every atom, the number of atoms on the longest chain
+// of atoms that depend on it (itself included), iteratively.
+func heights(s *state.State, ix *dag.Index) []int32 {
+	h := make([]int32, len(s.Atoms))
+	state := make([]uint8, len(s.Atoms)) // 0 new, 1 on stack, 2 done
+	type frame struct{ pos, next int }
+	for root := range s.Atoms {
+		if state[root] != 0 {
+			continue
+		}
+		stack := []frame{{root, 0}}
+		state[root] = 1
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			deps := ix.Dependents(s.Atoms[f.pos].ID)
+			if f.next < len(deps) {
+				c := ix.Position(deps[f.next])
+				f.next++
+				if c >= 0 && state[c] == 0 {
+					state[c] = 1
+					stack = append(stack, frame{c, 0})
+				}
+				continue
+			}
+			best := int32(0)
+			for _, d := range deps {
+				if c := ix.Position(d); c >= 0 && state[c] == 2 && h[c] > best {
+					best = h[c]
+				}
+			}
+			h[f.pos] = best + 1
+			state[f.pos] = 2
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return h
 }
 
 // unresolvedCount is dag.Unresolved, kept up to date between rebuilds.

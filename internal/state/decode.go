@@ -100,6 +100,9 @@ func (d *decoder) boolean(field string, n int32) bool {
 
 func (d *decoder) describe(n int32) string {
 	nd := d.t.nodes[n]
+	if d.isNull(n) {
+		return "null" // however it is spelled: "", ~ or null
+	}
 	switch nd.kind {
 	case kMap:
 		return "a mapping"
@@ -430,7 +433,7 @@ func (d *decoder) atoms(s *State, n int32) {
 	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
 		f := "atoms[" + strconv.Itoa(i) + "]"
 		i++
-		a := Atom{Line: int(d.t.nodes[c].line)}
+		a := Atom{Line: int(d.t.nodes[c].line), DependsOn: []string{}}
 		if !d.isMap(f, c) {
 			s.Atoms = append(s.Atoms, a)
 			continue

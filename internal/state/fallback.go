@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -76,15 +75,17 @@ func (c *converter) node(n ast.Node, depth int) (int32, error) {
 			// integer field then reports it instead of reading 010 as 8.
 			return c.t.add(node{kind: kScalar, style: stOther, tag: tStr, val: raw, line: line}), nil
 		}
-		return c.t.add(node{kind: kScalar, style: stOther, tag: tInt, val: fmt.Sprint(v.Value), line: line}), nil
+		return c.t.add(node{kind: kScalar, style: stOther, tag: tInt, val: v.Token.Value, line: line}), nil
 	case *ast.FloatNode:
-		return c.t.add(node{kind: kScalar, style: stOther, tag: tFloat, val: strconv.FormatFloat(v.Value, 'g', -1, 64), line: line}), nil
+		// Scalars keep their text, as the fast scanner keeps it: a string
+		// field spelled 1.50 or True reads the same from both readers.
+		return c.t.add(node{kind: kScalar, style: stOther, tag: tFloat, val: v.Token.Value, line: line}), nil
 	case *ast.InfinityNode:
 		return c.t.add(node{kind: kScalar, style: stOther, tag: tFloat, val: v.Token.Value, line: line}), nil
 	case *ast.NanNode:
 		return c.t.add(node{kind: kScalar, style: stOther, tag: tFloat, val: "NaN", line: line}), nil
 	case *ast.BoolNode:
-		return c.t.add(node{kind: kScalar, style: stOther, tag: tBool, val: strconv.FormatBool(v.Value), line: line}), nil
+		return c.t.add(node{kind: kScalar, style: stOther, tag: tBool, val: v.Token.Value, line: line}), nil
 	case *ast.AnchorNode:
 		if v.Name != nil {
 			c.anchors[v.Name.String()] = v.Value
@@ -104,6 +105,12 @@ func (c *converter) node(n ast.Node, depth int) (int32, error) {
 		}
 		return c.node(target, depth+1)
 	case *ast.TagNode:
+		if v.Start == nil || v.Start.Value != "!!str" && v.Start.Value != "!str" {
+			// The library lets a tag on an empty value swallow the lines
+			// after it ("b: !x" then "c: 1" reads as b: {c: 1}); the state
+			// file has no use for tags other than !!str.
+			return 0, &yamlError{msg: "YAML tags other than !!str are not supported in the state file", line: int(line)}
+		}
 		id, err := c.node(v.Value, depth+1)
 		if err != nil {
 			return 0, err

@@ -28,7 +28,7 @@ func parseBoth(t *testing.T, data []byte) *State {
 	}
 	lib := parseWithLibrary(t, data)
 	if !Equal(s, lib) {
-		t.Fatalf("fast and library readers disagree:\n%s", cmp.Diff(lib.clone(), s.clone()))
+		t.Fatalf("fast and library readers disagree:\n%s", diffStates(lib, s))
 	}
 	return s
 }

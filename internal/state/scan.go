@@ -32,6 +32,9 @@ type scanner struct {
 }
 
 func scanTree(src string, firstLine int) (*tree, int32, error) {
+	if !utf8.ValidString(src) {
+		return nil, 0, errUnsupported // the library decides what invalid bytes become
+	}
 	s := &scanner{src: src, line: 1, first: firstLine, t: newTree(src, strings.Count(src, "\n")*2+8)}
 	s.t.spans = true
 	s.skipTrivia()
