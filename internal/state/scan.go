@@ -35,7 +35,10 @@ func scanTree(src string, firstLine int) (*tree, int32, error) {
 	if !utf8.ValidString(src) {
 		return nil, 0, errUnsupported // the library decides what invalid bytes become
 	}
-	s := &scanner{src: src, line: 1, first: firstLine, t: newTree(src, strings.Count(src, "\n")*2+8)}
+	// About three nodes a line in the layout aot writes (key, value, and a
+	// list item or flow entry); a low guess regrows, and copies, a slice of
+	// over 100 MB at 100,000 atoms.
+	s := &scanner{src: src, line: 1, first: firstLine, t: newTree(src, strings.Count(src, "\n")*3+8)}
 	s.t.spans = true
 	s.skipTrivia()
 	if s.pos >= len(src) {

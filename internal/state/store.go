@@ -170,6 +170,13 @@ func writeAtomic(path string, data []byte) (err error) {
 		path = target
 	}
 	dir := filepath.Dir(path)
+	// The caller holds the lock, so a temp file already here belongs to a
+	// writer that was killed between create and rename: remove it.
+	if stale, _ := filepath.Glob(filepath.Join(dir, "."+filepath.Base(path)+".tmp-*")); len(stale) > 0 {
+		for _, f := range stale {
+			_ = os.Remove(f)
+		}
+	}
 	mode := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
