@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/aot-loop/aot/internal/state"
 )
 
 // Exit codes shared by every command.
@@ -37,6 +40,7 @@ type deps struct {
 // Main runs the aot command line with args (without the program name) and
 // returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	tuneGC(args, os.Getenv)
 	d := &deps{
 		io:      newStreams(stdin, stdout, stderr, os.Getenv),
 		getenv:  os.Getenv,
@@ -152,4 +156,35 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 // sentence renders an error as the human sentence of a JSON error document.
 func sentence(err error) string {
 	return strings.TrimSpace(err.Error())
+}
+
+// tuneGC trades memory the process may use anyway for time: a command reads
+// one state file and exits, so the collector runs rarely (GOGC 400) but is
+// held under a soft limit of 14x the file (at least 48 MB), within the
+// memory target of 20x the file size. GOGC or GOMEMLIMIT in the
+// environment win.
+func tuneGC(args []string, getenv func(string) string) {
+	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	path := getenv(envStateFile)
+	if path == "" {
+		path = state.DefaultPath
+	}
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--state-file="); ok {
+			path = v
+		} else if a == "--state-file" && i+1 < len(args) {
+			path = args[i+1]
+		}
+	}
+	limit := int64(48 << 20)
+	if fi, err := os.Stat(path); err == nil && 14*fi.Size() > limit {
+		limit = 14 * fi.Size()
+	}
+	debug.SetMemoryLimit(limit)
+	debug.SetGCPercent(400)
 }

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,36 +86,25 @@ type stateErrorDoc struct {
 // bindingsDoc renders bindings as a JSON object in file order.
 type bindingsDoc []state.Binding
 
-type bindingDoc struct {
-	Summary   string   `json:"summary"`
-	Artifacts []string `json:"artifacts"`
-}
-
 func (b bindingsDoc) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
+	buf := []byte{'{'}
 	for i, x := range b {
 		if i > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		k, err := json.Marshal(x.AtomID)
-		if err != nil {
-			return nil, err
+		buf = appendJSONString(buf, x.AtomID)
+		buf = append(buf, `:{"summary":`...)
+		buf = appendJSONString(buf, x.Summary)
+		buf = append(buf, `,"artifacts":[`...)
+		for k, a := range x.Artifacts {
+			if k > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, a)
 		}
-		arts := x.Artifacts
-		if arts == nil {
-			arts = []string{}
-		}
-		v, err := json.Marshal(bindingDoc{Summary: x.Summary, Artifacts: arts})
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(k)
-		buf.WriteByte(':')
-		buf.Write(v)
+		buf = append(buf, "]}"...)
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return append(buf, '}'), nil
 }
 
 func stateRun(opts *stateOptions) error {
@@ -131,8 +118,7 @@ func stateRun(opts *stateOptions) error {
 	}
 	doc := newStateDoc(s)
 	if opts.Global.JSON {
-		writeJSON(opts.IO.Out, doc)
-		return nil
+		return writeStateJSON(opts.IO.Out, doc)
 	}
 	printState(opts.IO, s, doc)
 	return nil

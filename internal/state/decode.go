@@ -124,13 +124,40 @@ func (d *decoder) strList(field string, n int32) []string {
 	var out []string
 	i := 0
 	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
-		out = append(out, d.str(field+"["+strconv.Itoa(i)+"]", c))
+		if d.t.nodes[c].kind == kScalar && !d.isNull(c) {
+			out = append(out, d.t.nodes[c].val) // the common case: no path needed
+		} else {
+			out = append(out, d.str(field+"["+strconv.Itoa(i)+"]", c))
+		}
 		i++
 	}
 	if out == nil {
 		out = []string{}
 	}
 	return out
+}
+
+// strKey is str of field base+key, building that path only for an error:
+// a state of 100,000 atoms has a million fields.
+func (d *decoder) strKey(base, key string, n int32) string {
+	if d.t.nodes[n].kind == kScalar && !d.isNull(n) {
+		return d.t.nodes[n].val
+	}
+	return d.str(base+key, n)
+}
+
+// strListKey is strList of field base+key, building the path only for an error.
+func (d *decoder) strListKey(base, key string, n int32) []string {
+	if d.t.nodes[n].kind == kSeq {
+		ok := true
+		for c := d.t.nodes[n].first; c != 0 && ok; c = d.t.nodes[c].next {
+			ok = d.t.nodes[c].kind == kScalar && !d.isNull(c)
+		}
+		if ok {
+			return d.strList("", n)
+		}
+	}
+	return d.strList(base+key, n)
 }
 
 // each calls fn for every key and value of map n.
@@ -293,7 +320,7 @@ func (d *decoder) checklist(field string, n int32) []ChecklistItem {
 		d.each(c, func(key string, k, v int32) {
 			switch key {
 			case "item":
-				it.Item = d.str(f+".item", v)
+				it.Item = d.strKey(f, ".item", v)
 			case "check":
 				if d.isMap(f+".check", v) {
 					ck := d.check(f+".check", v)
@@ -357,9 +384,9 @@ func (d *decoder) rubric(field string, n int32) []RubricCriterion {
 			d.each(c, func(key string, k, v int32) {
 				switch key {
 				case "criterion":
-					r.Criterion = d.str(f+".criterion", v)
+					r.Criterion = d.strKey(f, ".criterion", v)
 				case "description":
-					r.Description = d.str(f+".description", v)
+					r.Description = d.strKey(f, ".description", v)
 				case "weight":
 					r.Weight = d.number(f+".weight", v)
 				case "levels":
@@ -442,19 +469,19 @@ func (d *decoder) atoms(s *State, n int32) {
 		d.each(c, func(key string, k, v int32) {
 			switch key {
 			case "id":
-				a.ID, hasID = d.str(f+".id", v), true
+				a.ID, hasID = d.strKey(f, ".id", v), true
 			case "description":
-				a.Description = d.str(f+".description", v)
+				a.Description = d.strKey(f, ".description", v)
 			case "status":
-				a.Status, hasStatus = d.str(f+".status", v), true
+				a.Status, hasStatus = d.strKey(f, ".status", v), true
 			case "depends_on":
-				a.DependsOn, hasDeps = d.strList(f+".depends_on", v), true
+				a.DependsOn, hasDeps = d.strListKey(f, ".depends_on", v), true
 			case "or_group":
-				a.ORGroup = d.str(f+".or_group", v)
+				a.ORGroup = d.strKey(f, ".or_group", v)
 			case "attempts":
 				a.Attempts = d.integer(f+".attempts", v)
 			case "last_failure":
-				a.LastFailure = d.str(f+".last_failure", v)
+				a.LastFailure = d.strKey(f, ".last_failure", v)
 			}
 		})
 		if !hasID {
@@ -490,11 +517,11 @@ func (d *decoder) decompositions(s *State, n int32) {
 			d.each(c, func(key string, k, v int32) {
 				switch key {
 				case "parent":
-					dc.Parent = d.str(f+".parent", v)
+					dc.Parent = d.strKey(f, ".parent", v)
 				case "children":
-					dc.Children = d.strList(f+".children", v)
+					dc.Children = d.strListKey(f, ".children", v)
 				case "reason":
-					dc.Reason = d.str(f+".reason", v)
+					dc.Reason = d.strKey(f, ".reason", v)
 				}
 			})
 		}
@@ -513,11 +540,11 @@ func (d *decoder) orGroups(s *State, n int32) {
 			d.each(v, func(key string, kk, vv int32) {
 				switch key {
 				case "choices":
-					g.Choices = d.strList(f+".choices", vv)
+					g.Choices = d.strListKey(f, ".choices", vv)
 				case "selected":
-					g.Selected = d.str(f+".selected", vv)
+					g.Selected = d.strKey(f, ".selected", vv)
 				case "failed":
-					g.Failed = d.strList(f+".failed", vv)
+					g.Failed = d.strListKey(f, ".failed", vv)
 				case "speculative":
 					g.Speculative = d.boolean(f+".speculative", vv)
 				}
@@ -538,9 +565,9 @@ func (d *decoder) bindings(s *State, n int32) {
 			d.each(v, func(key string, kk, vv int32) {
 				switch key {
 				case "summary":
-					b.Summary = d.str(f+".summary", vv)
+					b.Summary = d.strKey(f, ".summary", vv)
 				case "artifacts":
-					b.Artifacts = d.strList(f+".artifacts", vv)
+					b.Artifacts = d.strListKey(f, ".artifacts", vv)
 				}
 			})
 		}
@@ -568,13 +595,13 @@ func (d *decoder) trail(s *State, n int32) {
 			d.each(c, func(key string, k, v int32) {
 				switch key {
 				case "or_group":
-					e.ORGroup = d.str(f+".or_group", v)
+					e.ORGroup = d.strKey(f, ".or_group", v)
 				case "selected":
-					e.Selected = d.str(f+".selected", v)
+					e.Selected = d.strKey(f, ".selected", v)
 				case "reason":
-					e.Reason = d.str(f+".reason", v)
+					e.Reason = d.strKey(f, ".reason", v)
 				case "timestamp":
-					e.Timestamp = d.str(f+".timestamp", v)
+					e.Timestamp = d.strKey(f, ".timestamp", v)
 				}
 			})
 		}
@@ -599,11 +626,11 @@ func (d *decoder) corrections(s *State, n int32) {
 			d.each(c, func(key string, k, v int32) {
 				switch key {
 				case "timestamp":
-					e.Timestamp = d.str(f+".timestamp", v)
+					e.Timestamp = d.strKey(f, ".timestamp", v)
 				case "type":
-					e.Type = d.str(f+".type", v)
+					e.Type = d.strKey(f, ".type", v)
 				case "description":
-					e.Description = d.str(f+".description", v)
+					e.Description = d.strKey(f, ".description", v)
 				case "trail_cleared":
 					e.TrailCleared = d.boolean(f+".trail_cleared", v)
 				}

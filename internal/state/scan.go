@@ -385,9 +385,12 @@ func plainTag(s string) (tag, bool) {
 	if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '/') {
 		return 0, false
 	}
-	switch strings.ToLower(s) {
-	case "y", "n", "yes", "no", "on", "off", "nan", "inf":
-		return 0, false
+	if len(s) <= 3 { // YAML 1.1 booleans and the special floats, in any case
+		for _, w := range [...]string{"y", "n", "yes", "no", "on", "off", "nan", "inf"} {
+			if strings.EqualFold(s, w) {
+				return 0, false
+			}
+		}
 	}
 	for i := 0; i < len(s); i++ {
 		b := s[i]

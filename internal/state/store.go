@@ -104,12 +104,20 @@ func (st *Store) update(fn func(*State) error, checkTransitions bool) (*State, e
 	if err != nil {
 		return nil, err
 	}
-	before := Validate(s)
 	if err := fn(s); err != nil {
 		return nil, err
 	}
 	after := Validate(s)
-	issues := newIssues(before.Errors, after.Errors)
+	var issues []Issue
+	if len(after.Errors) > 0 {
+		// Only errors the change added are refused (a person may repair a
+		// broken file step by step): compare with the file as it was read.
+		orig, err := st.parse(data)
+		if err != nil {
+			return nil, err
+		}
+		issues = newIssues(Validate(orig).Errors, after.Errors)
+	}
 	if checkTransitions {
 		issues = append(issues, transitionIssues(s.doc.snap, s)...)
 	}
