@@ -158,11 +158,12 @@ func sentence(err error) string {
 	return strings.TrimSpace(err.Error())
 }
 
-// tuneGC trades memory the process may use anyway for time: a command reads
-// one state file and exits, so the collector runs rarely (GOGC 400) but is
-// held under a soft limit of 14x the file (at least 48 MB), within the
-// memory target of 20x the file size. GOGC or GOMEMLIMIT in the
-// environment win.
+// tuneGC trades memory the process may use anyway for time. A state
+// command reads one file, answers and exits: the collector stays off until
+// the heap reaches 14x the file's size (at least 48 MB), a soft limit within
+// the memory target of 20x the file size; below it no time goes to
+// collection at all. The loop's long-running commands keep the defaults, and
+// GOGC or GOMEMLIMIT in the environment win.
 func tuneGC(args []string, getenv func(string) string) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return
@@ -171,20 +172,28 @@ func tuneGC(args []string, getenv func(string) string) {
 	if path == "" {
 		path = state.DefaultPath
 	}
+	command := ""
 	for i, a := range args {
 		if a == "--" {
 			break
 		}
-		if v, ok := strings.CutPrefix(a, "--state-file="); ok {
+		switch v, ok := strings.CutPrefix(a, "--state-file="); {
+		case ok:
 			path = v
-		} else if a == "--state-file" && i+1 < len(args) {
+		case a == "--state-file" && i+1 < len(args):
 			path = args[i+1]
+		case command == "" && !strings.HasPrefix(a, "-") && (i == 0 || args[i-1] != "--state-file"):
+			command = a
 		}
+	}
+	switch command {
+	case "run", "demo", "demo-agent", "status":
+		return
 	}
 	limit := int64(48 << 20)
 	if fi, err := os.Stat(path); err == nil && 14*fi.Size() > limit {
 		limit = 14 * fi.Size()
 	}
 	debug.SetMemoryLimit(limit)
-	debug.SetGCPercent(400)
+	debug.SetGCPercent(-1)
 }

@@ -24,24 +24,21 @@ func (p *patcher) replace(start, end int, text string) {
 	p.edits = append(p.edits, edit{start, end, text})
 }
 
-// apply returns src with the edits applied.
-func applyEdits(src string, edits []edit) string {
+// appendEdits appends src with the edits applied to buf.
+func appendEdits(buf []byte, src string, edits []edit) []byte {
 	sort.SliceStable(edits, func(i, j int) bool {
 		if edits[i].start != edits[j].start {
 			return edits[i].start < edits[j].start
 		}
 		return edits[i].end < edits[j].end
 	})
-	var b strings.Builder
-	b.Grow(len(src) + 256)
 	cur := 0
 	for _, e := range edits {
-		b.WriteString(src[cur:e.start])
-		b.WriteString(e.text)
+		buf = append(buf, src[cur:e.start]...)
+		buf = append(buf, e.text...)
 		cur = e.end
 	}
-	b.WriteString(src[cur:])
-	return b.String()
+	return append(buf, src[cur:]...)
 }
 
 // same reports whether old node o already holds what new node n says.

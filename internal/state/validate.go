@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,48 +177,50 @@ func (v *validator) atoms(s *State) map[string]int {
 	idx := make(map[string]int, len(s.Atoms))
 	for i := range s.Atoms {
 		a := &s.Atoms[i]
-		f := "atoms[" + strconv.Itoa(i) + "]"
 		if a.ID == "" {
-			v.err(f+".id", a.Line, "empty atom id")
+			v.err("atoms["+strconv.Itoa(i)+"].id", a.Line, "empty atom id")
 			continue
 		}
 		if j, dup := idx[a.ID]; dup {
-			v.err(f+".id", a.Line, "duplicate atom id %q (first at line %d)", a.ID, s.Atoms[j].Line)
+			v.err("atoms["+strconv.Itoa(i)+"].id", a.Line, "duplicate atom id %q (first at line %d)", a.ID, s.Atoms[j].Line)
 			continue
 		}
 		idx[a.ID] = i
 	}
 	running := s.Control.Status == ControlRunning
+	groups := make(map[string]bool, len(s.ORGroups))
+	for _, g := range s.ORGroups {
+		groups[g.Name] = true
+	}
 	for i := range s.Atoms {
 		a := &s.Atoms[i]
-		f := "atoms[" + strconv.Itoa(i) + "]"
+		// The field path is built only when there is something to report.
+		f := func(key string) string { return "atoms[" + strconv.Itoa(i) + "]" + key }
 		if !oneOf(a.Status, atomStatuses) {
-			v.err(f+".status", a.Line, "atom %q has unknown status %q (want pending, in_progress or resolved)", a.ID, a.Status)
+			v.err(f(".status"), a.Line, "atom %q has unknown status %q (want pending, in_progress or resolved)", a.ID, a.Status)
 		} else if a.Status == StatusInProgress && !running {
-			v.warn(f+".status", a.Line, "atom %q is in_progress while the loop is not running (an orphaned attempt)", a.ID)
+			v.warn(f(".status"), a.Line, "atom %q is in_progress while the loop is not running (an orphaned attempt)", a.ID)
 		}
-		seen := map[string]bool{}
-		for _, d := range a.DependsOn {
+		for k, d := range a.DependsOn {
 			switch {
 			case d == a.ID:
-				v.err(f+".depends_on", a.Line, "atom %q depends on itself", a.ID)
-			case seen[d]:
-				v.warn(f+".depends_on", a.Line, "atom %q lists dependency %q twice", a.ID, d)
+				v.err(f(".depends_on"), a.Line, "atom %q depends on itself", a.ID)
+			case slices.Contains(a.DependsOn[:k], d):
+				v.warn(f(".depends_on"), a.Line, "atom %q lists dependency %q twice", a.ID, d)
 			default:
 				if _, ok := idx[d]; !ok {
-					v.err(f+".depends_on", a.Line, "atom %q depends on unknown atom %q", a.ID, d)
+					v.err(f(".depends_on"), a.Line, "atom %q depends on unknown atom %q", a.ID, d)
 				}
 			}
-			seen[d] = true
 		}
 		if strings.TrimSpace(a.Description) == "" {
-			v.warn(f+".description", a.Line, "atom %q has no description", a.ID)
+			v.warn(f(".description"), a.Line, "atom %q has no description", a.ID)
 		}
-		if a.ORGroup != "" && s.ORGroup(a.ORGroup) == nil {
-			v.err(f+".or_group", a.Line, "atom %q names OR group %q, which is not defined in or_groups", a.ID, a.ORGroup)
+		if a.ORGroup != "" && !groups[a.ORGroup] {
+			v.err(f(".or_group"), a.Line, "atom %q names OR group %q, which is not defined in or_groups", a.ID, a.ORGroup)
 		}
 		if a.Attempts < 0 {
-			v.err(f+".attempts", a.Line, "must not be negative")
+			v.err(f(".attempts"), a.Line, "must not be negative")
 		}
 	}
 	return idx
@@ -228,13 +231,22 @@ func (v *validator) atoms(s *State) map[string]int {
 // must not overflow the stack.
 func (v *validator) cycles(s *State, idx map[string]int) {
 	n := len(s.Atoms)
+	// All edges in one array, each atom's a window of it: one allocation
+	// instead of one per atom.
+	total := 0
+	for i := range s.Atoms {
+		total += len(s.Atoms[i].DependsOn)
+	}
+	edges := make([]int32, 0, total)
 	adj := make([][]int32, n)
 	for i := range s.Atoms {
+		from := len(edges)
 		for _, d := range s.Atoms[i].DependsOn {
 			if j, ok := idx[d]; ok && s.Atoms[i].ID != d {
-				adj[i] = append(adj[i], int32(j))
+				edges = append(edges, int32(j))
 			}
 		}
+		adj[i] = edges[from:len(edges):len(edges)]
 	}
 	index := make([]int32, n)
 	low := make([]int32, n)
@@ -244,12 +256,14 @@ func (v *validator) cycles(s *State, idx map[string]int) {
 	}
 	var stack []int32
 	type frame struct{ v, edge int32 }
+	var call []frame
+	var comp []int32
 	var counter int32
 	for start := 0; start < n; start++ {
 		if index[start] >= 0 {
 			continue
 		}
-		call := []frame{{int32(start), 0}}
+		call = append(call[:0], frame{int32(start), 0})
 		index[start], low[start] = counter, counter
 		counter++
 		stack = append(stack, int32(start))
@@ -281,7 +295,7 @@ func (v *validator) cycles(s *State, idx map[string]int) {
 			if low[u] != index[u] {
 				continue
 			}
-			var comp []int32
+			comp = comp[:0]
 			for {
 				w := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
@@ -292,7 +306,7 @@ func (v *validator) cycles(s *State, idx map[string]int) {
 				}
 			}
 			if len(comp) > 1 {
-				v.reportCycle(s, adj, comp)
+				v.reportCycle(s, adj, append([]int32(nil), comp...))
 			}
 		}
 	}
@@ -469,14 +483,29 @@ func transitionIssues(old, s *State) []Issue {
 	if old.Control.Status != s.Control.Status && !controlTransitionOK(old.Control.Status, s.Control.Status) {
 		out = append(out, Issue{Field: "control.status", Message: fmt.Sprintf("illegal transition %s -> %s", old.Control.Status, s.Control.Status)})
 	}
-	prev := make(map[string]string, len(old.Atoms))
-	for i := range old.Atoms {
-		prev[old.Atoms[i].ID] = old.Atoms[i].Status
+	// Atoms usually keep their places: compare position by position and
+	// index by id only from the first atom that moved.
+	same := 0
+	for same < len(s.Atoms) && same < len(old.Atoms) && s.Atoms[same].ID == old.Atoms[same].ID {
+		same++
+	}
+	var prev map[string]string
+	if same < len(s.Atoms) {
+		prev = make(map[string]string, len(old.Atoms)-same)
+		for i := same; i < len(old.Atoms); i++ {
+			prev[old.Atoms[i].ID] = old.Atoms[i].Status
+		}
 	}
 	var parents map[string][]string
 	for i := range s.Atoms {
 		a := &s.Atoms[i]
-		was, ok := prev[a.ID]
+		var was string
+		var ok bool
+		if i < same {
+			was, ok = old.Atoms[i].Status, true
+		} else {
+			was, ok = prev[a.ID]
+		}
 		if !ok || was == a.Status || a.Status == StatusPending {
 			continue
 		}
