@@ -180,3 +180,23 @@ func promptEngine(n int) *engine {
 	e.rebuild()
 	return e
 }
+
+// BenchmarkExecAgent is the same loop with a real process per task (the
+// exec backend running a shell that answers at once): what process spawn
+// adds to each atom.
+func BenchmarkExecAgent(b *testing.B) {
+	const n = 200
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		path := benchProject(b, n)
+		b.StartTimer()
+		start := time.Now()
+		out, err := Run(context.Background(), Options{StateFile: path, Agent: &agent.Exec{Command: `echo '{"success": true, "summary": "ok"}'`}})
+		total += time.Since(start)
+		if err != nil || out.Reason != Completed {
+			b.Fatalf("%+v %v", out, err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "atoms/s")
+}
