@@ -101,6 +101,10 @@ type Result struct {
 	Decompositions []PlannedDecomposition `json:"decompositions,omitempty"`
 
 	Usage Usage `json:"usage"`
+
+	// UsageLimit says the agent's provider refused for quota or rate limits:
+	// not the atom's failure; the loop stops instead of burning attempts.
+	UsageLimit bool `json:"usage_limit,omitempty"`
 }
 
 // OK reports whether the result counts as a success for its role.
@@ -141,6 +145,13 @@ func Decode(role Role, data []byte) (Result, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return Result{}, fmt.Errorf("the answer is not one JSON object: %w", err)
+	}
+	if v, ok := raw["usage_limit"]; ok && string(v) == "true" {
+		var r Result
+		if err := json.Unmarshal(data, &r); err != nil {
+			return Result{}, fmt.Errorf("the %s answer has a field of the wrong type: %w", role, err)
+		}
+		return r, nil
 	}
 	if key, ok := requiredKey[role]; ok {
 		v, present := raw[key]

@@ -78,3 +78,13 @@ func TestExecAgentEnvironmentAndLog(t *testing.T) {
 		t.Errorf("log = %q", log)
 	}
 }
+
+func TestDecodeUsageLimitNeedsNoRoleKey(t *testing.T) {
+	r, err := Decode(Worker, []byte(`{"usage_limit": true, "summary": "rate limited"}`))
+	if err != nil || !r.UsageLimit || r.Success {
+		t.Fatalf("Decode = %+v, %v", r, err)
+	}
+	if _, err := Decode(Worker, []byte(`{"usage_limit": false}`)); err == nil {
+		t.Fatal("usage_limit false is no excuse for a missing success key")
+	}
+}

@@ -557,6 +557,16 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	if a == nil {
 		return false
 	}
+	if r.err == nil && r.res.UsageLimit {
+		// Not the atom's fault: it goes back untouched and the loop stops.
+		if a.Status == state.StatusInProgress {
+			a.Status = state.StatusPending
+			e.dirty = true
+		}
+		e.event(journal.Event{Type: journal.AtomReset, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: "usage limit: " + oneLine(r.res.Summary+r.res.Evidence+r.res.Findings, 200)})
+		e.stopWith(UsageLimit, "usage_limit: the agent reported its provider's usage limit (on "+t.atom+")")
+		return false
+	}
 	ok := r.err == nil && r.res.OK(t.role)
 	reason := failureReason(t.role, r)
 	ev := journal.Event{Type: journal.AtomFinish, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, OK: journal.Bool(ok),

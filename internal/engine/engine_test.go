@@ -405,3 +405,21 @@ func TestPromptHoldsOnlyTheAtomItsDependenciesAndTheObjective(t *testing.T) {
 		t.Fatalf("the prompt grows with the graph: %d bytes at 10 atoms, %d at 10,000", s, l)
 	}
 }
+
+func TestUsageLimitStopsWithoutChargingTheAtom(t *testing.T) {
+	path := project(t, atoms([2]string{"A1", ""}), nil)
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		return agent.Result{UsageLimit: true, Summary: "429: quota exceeded"}, nil
+	}}
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != UsageLimit || out.ExitCode != 10 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	a := read(t, path).Atom("A1")
+	if a.Status != state.StatusPending || a.Attempts != 0 {
+		t.Fatalf("atom = %+v; want pending and not charged", a)
+	}
+	if fa.count(agent.Worker, "A1") != 1 {
+		t.Fatalf("the agent was called %d times after its usage limit", len(fa.calls))
+	}
+}

@@ -15,6 +15,7 @@ const (
 	Deadlock      Reason = "deadlock"       // atoms pending, none can ever start
 	Budget        Reason = "budget"         // wall time, tokens or cost spent
 	MaxAttempts   Reason = "max_attempts"   // an atom failed max_attempts_per_atom times
+	UsageLimit    Reason = "usage_limit"    // the agent's provider refused: quota or rate limit
 )
 
 // ExitCode is the process exit code of aot run for the reason. 2 is kept
@@ -37,6 +38,8 @@ func (r Reason) ExitCode() int {
 		return 8
 	case MaxAttempts:
 		return 9
+	case UsageLimit:
+		return 10
 	}
 	return 1
 }
@@ -53,4 +56,6 @@ control.stop_reason and the journal):
   6  or_exhausted    every choice of an OR group failed
   7  deadlock        atoms are pending but none can ever start
   8  budget          max_wall_time, max_tokens or max_cost_usd spent
-  9  max_attempts    an atom failed constraints.max_attempts_per_atom times`
+  9  max_attempts    an atom failed constraints.max_attempts_per_atom times
+  10 usage_limit     the agent answered {"usage_limit": true}: its provider's quota
+                     or rate limit; the atom is not charged an attempt`
