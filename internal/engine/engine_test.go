@@ -423,3 +423,32 @@ func TestUsageLimitStopsWithoutChargingTheAtom(t *testing.T) {
 		t.Fatalf("the agent was called %d times after its usage limit", len(fa.calls))
 	}
 }
+
+func TestStopDuringVerificationKillsTheCheck(t *testing.T) {
+	path := project(t, atoms([2]string{"A1", ""}), func(s *state.State) {
+		s.Objective.BaseCase = &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: "touch checking; sleep 30"}}
+	})
+	root := ProjectRoot(path)
+	fa := &funcAgent{fn: succeedAndTouch(root, "")}
+	go func() {
+		for i := 0; i < 500; i++ {
+			if _, err := os.Stat(filepath.Join(root, "checking")); err == nil {
+				_, _ = state.NewStore(path).Update(func(s *state.State) error {
+					r := "user"
+					s.Control.StopRequested, s.Control.StopReason = true, &r
+					return nil
+				})
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != ManualStop || time.Since(start) > 5*time.Second {
+		t.Fatalf("outcome = %+v after %s", out, time.Since(start))
+	}
+	if s := read(t, path); s.Control.Status != state.ControlStopped || deref(s.Control.StopReason) != "manual stop: user" {
+		t.Fatalf("control = %+v", s.Control)
+	}
+}

@@ -202,21 +202,11 @@ func (e *engine) verify(ctx context.Context) (bool, []string, error) {
 	if err := e.flush(); err != nil {
 		return false, nil, err
 	}
-	vctx, cancel := context.WithCancel(ctx)
-	stopped := make(chan string, 1)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		e.watchStop(vctx, cancel, stopped)
-	}()
-	rep, err := verify.BaseCase(vctx, e.s.Objective.BaseCase, verify.Options{Dir: e.opts.Workdir, Timeout: e.opts.CheckTimeout, Judge: &judge{e: e}})
-	cancel()
-	<-watched
-	select {
-	case r := <-stopped:
-		e.stop = &r
-	default:
-	}
+	var rep verify.Report
+	var err error
+	e.stoppable(ctx, func(vctx context.Context) {
+		rep, err = verify.BaseCase(vctx, e.s.Objective.BaseCase, verify.Options{Dir: e.opts.Workdir, Timeout: e.opts.CheckTimeout, Judge: &judge{e: e}})
+	})
 	if e.stop != nil || ctx.Err() != nil {
 		if e.stop == nil {
 			r := "interrupted (Ctrl-C or a signal)"
@@ -240,7 +230,27 @@ func (e *engine) verify(ctx context.Context) (bool, []string, error) {
 	return rep.Passed, failures, nil
 }
 
-// watchStop cancels a verification when a stop is requested meanwhile.
+// stoppable runs a step that blocks the loop (verification, planning) with
+// a context that a stop request cancels, so aot stop works there too.
+func (e *engine) stoppable(ctx context.Context, fn func(context.Context)) {
+	sctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan string, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		e.watchStop(sctx, cancel, stopped)
+	}()
+	fn(sctx)
+	cancel()
+	<-watched
+	select {
+	case r := <-stopped:
+		e.stop = &r
+	default:
+	}
+}
+
+// watchStop cancels a blocking step when a stop is requested meanwhile.
 func (e *engine) watchStop(ctx context.Context, cancel context.CancelFunc, stopped chan<- string) {
 	t := time.NewTicker(e.opts.PollInterval)
 	defer t.Stop()
@@ -315,10 +325,14 @@ func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
 		Failures:  failures,
 	}
 	e.event(journal.Event{Type: journal.AtomStart, Atom: "base_case", Role: string(agent.Planner)})
-	tctx, cancel := context.WithTimeout(ctx, e.opts.AgentTimeout)
-	defer cancel()
 	start := time.Now()
-	res, err := e.opts.Agent.Run(tctx, t)
+	var res agent.Result
+	var err error
+	e.stoppable(ctx, func(sctx context.Context) {
+		tctx, cancel := context.WithTimeout(sctx, e.opts.AgentTimeout)
+		defer cancel()
+		res, err = e.opts.Agent.Run(tctx, t)
+	})
 	e.addUsage(res.Usage, err)
 	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Planner), OK: journal.Bool(err == nil), DurationMS: time.Since(start).Milliseconds()}
 	if err != nil {
