@@ -564,18 +564,12 @@ func (e *engine) finish(out *Outcome) error {
 // state file before a crash: every successful worker finish after the last
 // checkpoint whose atom is not resolved yet. It returns how many it applied.
 func (e *engine) replay() int {
-	events, err := journal.Read(journal.PathFor(e.opts.StateFile))
+	events, err := journal.ReadSinceCheckpoint(journal.PathFor(e.opts.StateFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0
 	}
-	last := -1
-	for i, ev := range events {
-		if ev.Type == journal.Checkpoint {
-			last = i
-		}
-	}
 	n := 0
-	for _, ev := range events[last+1:] {
+	for _, ev := range events {
 		if ev.Type != journal.AtomFinish || ev.Role != string(agent.Worker) || ev.OK == nil || !*ev.OK {
 			continue
 		}

@@ -217,3 +217,46 @@ func decode(data []byte, path string) ([]Event, error) {
 	}
 	return out, nil
 }
+
+// ReadSinceCheckpoint returns the complete events after the last checkpoint
+// (all of them when there is none), reading the file backwards from its end:
+// a resume costs what happened since the last write of the state file, not
+// the whole history.
+func ReadSinceCheckpoint(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	marker := []byte(`"type":"` + Checkpoint + `"`)
+	var tail []byte // the bytes after the last checkpoint line seen so far
+	pos := fi.Size()
+	chunk := make([]byte, 64<<10)
+	for pos > 0 {
+		n := int64(len(chunk))
+		if pos < n {
+			n = pos
+		}
+		pos -= n
+		if _, err := f.ReadAt(chunk[:n], pos); err != nil && err != io.EOF {
+			return nil, err
+		}
+		tail = append(append([]byte(nil), chunk[:n]...), tail...)
+		// Look for a checkpoint on a whole line within what has been read.
+		if i := bytes.LastIndex(tail, marker); i >= 0 {
+			start := bytes.LastIndexByte(tail[:i], '\n')
+			if start >= 0 || pos == 0 {
+				end := bytes.IndexByte(tail[i:], '\n')
+				if end < 0 {
+					return nil, nil // the checkpoint is the (torn) last line
+				}
+				return decode(tail[i+end+1:], path)
+			}
+		}
+	}
+	return decode(tail, path)
+}

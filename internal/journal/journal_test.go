@@ -81,3 +81,44 @@ func TestMalformedLineNamesItsNumber(t *testing.T) {
 		t.Fatalf("Read error = %v; want one naming line 2", err)
 	}
 }
+
+func TestReadSinceCheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5000; i++ { // more than one 64 KB chunk before the checkpoint
+		if err := j.Append(Event{Type: AtomStart, Atom: "OLD"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range []Event{{Type: Checkpoint}, {Type: AtomFinish, Atom: "A1"}, {Type: AtomFinish, Atom: "A2"}} {
+		if err := j.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSinceCheckpoint(path)
+	if err != nil || len(got) != 2 || got[0].Atom != "A1" || got[1].Atom != "A2" {
+		t.Fatalf("ReadSinceCheckpoint = %+v, %v; want A1, A2", got, err)
+	}
+	// No checkpoint at all: everything.
+	path2 := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(path2, []byte(`{"type":"run_start"}`+"\n"+`{"type":"atom_start"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadSinceCheckpoint(path2); err != nil || len(got) != 2 {
+		t.Fatalf("without a checkpoint = %+v, %v", got, err)
+	}
+	// A checkpoint as the last line: nothing to replay.
+	path3 := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(path3, []byte(`{"type":"atom_start"}`+"\n"+`{"type":"checkpoint"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadSinceCheckpoint(path3); err != nil || len(got) != 0 {
+		t.Fatalf("checkpoint last = %+v, %v", got, err)
+	}
+}
