@@ -48,7 +48,8 @@ With --json, stdout holds exactly one JSON document, errors included:
 
 Exit codes: 0 success, passed, ready or valid; 1 the operation failed, a check
 did not pass, the gate is not ready, the state is invalid or missing;
-2 usage error (unknown command, missing or bad argument or flag).`
+2 usage error (unknown command, missing or bad argument or flag). aot run
+and aot demo add one code per stop reason (see aot help run).`
 
 func newCmdRoot(d *deps) *cobra.Command {
 	g := &globalOptions{}
