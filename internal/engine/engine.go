@@ -40,6 +40,7 @@ type Options struct {
 	PollInterval  time.Duration // how often stop and redirect requests are looked for; default 100ms
 	FlushInterval time.Duration // how far the state file may lag the journal; default 500ms
 	Progress      io.Writer     // live progress for people; nil = quiet
+	Heartbeat     time.Duration // how often Progress lists the running atoms; default 30s
 	Now           func() time.Time
 }
 
@@ -102,6 +103,7 @@ type engine struct {
 	parallel  int
 	maxIter   int
 	halt      *Outcome // a stop decided inside a step (max attempts)
+	lastBeat  time.Time
 
 	// Incremental view of the graph, so a transition costs the same at 10
 	// or 100,000 atoms: rebuilt only when the graph's shape changes.
@@ -137,6 +139,9 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	}
 	if opts.Workdir == "" {
 		opts.Workdir = ProjectRoot(opts.StateFile)
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 30 * time.Second
 	}
 	lock, err := runlock.Acquire(opts.StateFile)
 	if err != nil {
@@ -197,6 +202,26 @@ func (e *engine) say(format string, args ...any) {
 	}
 	el := e.now().Sub(e.start).Round(time.Second)
 	fmt.Fprintf(e.opts.Progress, "[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...))
+}
+
+// heartbeat tells a person which atoms are running and for how long.
+func (e *engine) heartbeat() {
+	if e.opts.Progress == nil || len(e.tasks) == 0 || e.now().Sub(e.lastBeat) < e.opts.Heartbeat {
+		return
+	}
+	e.lastBeat = e.now()
+	list := make([]*task, 0, len(e.tasks))
+	for _, t := range e.tasks {
+		if !t.discarded {
+			list = append(list, t)
+		}
+	}
+	slices.SortFunc(list, func(a, b *task) int { return a.id - b.id })
+	parts := make([]string, 0, len(list))
+	for _, t := range list {
+		parts = append(parts, fmt.Sprintf("%s %s for %s", t.role, t.atom, e.now().Sub(t.start).Round(time.Second)))
+	}
+	e.say("running: %s", strings.Join(parts, ", "))
 }
 
 // begin reads the state, checks that it can run, recovers from a crash and
@@ -317,6 +342,7 @@ func (e *engine) loop(ctx context.Context) Outcome {
 			if err := e.poll(ctx); err != nil {
 				return e.failed(err)
 			}
+			e.heartbeat()
 		case <-ctx.Done():
 			r := "interrupted (Ctrl-C or a signal)"
 			e.stop = &r

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -451,4 +452,45 @@ func TestStopDuringVerificationKillsTheCheck(t *testing.T) {
 	if s := read(t, path); s.Control.Status != state.ControlStopped || deref(s.Control.StopReason) != "manual stop: user" {
 		t.Fatalf("control = %+v", s.Control)
 	}
+}
+
+func TestProgressShowsStartsFinishesAndWhatRuns(t *testing.T) {
+	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", ""}), nil)
+	root := ProjectRoot(path)
+	ok := succeedAndTouch(root, "A2")
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		if t.Atom.ID == "A1" {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return ok(ctx, t)
+	}}
+	var buf syncBuffer
+	out := runEngine(t, path, fa, func(o *Options) { o.Progress = &buf; o.Heartbeat = 50 * time.Millisecond })
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	text := buf.String()
+	for _, want := range []string{"worker A1 started (attempt 1)", "worker A2 resolved in", "running: worker A1 for", "worker A1 resolved in", "base case passed", "halted: completed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("progress lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the engine's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
