@@ -65,6 +65,9 @@ type Usage struct {
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
+	// Known says the usage was reported (by the usage file or the answer's
+	// "usage" key), as opposed to zero because nobody said.
+	Known bool `json:"-"`
 }
 
 // PlannedAtom is a new atom proposed by a planner.
@@ -105,6 +108,9 @@ type Result struct {
 	// UsageLimit says the agent's provider refused for quota or rate limits:
 	// not the atom's failure; the loop stops instead of burning attempts.
 	UsageLimit bool `json:"usage_limit,omitempty"`
+	// RetryAt is when the provider said the quota resets (RFC 3339), with
+	// UsageLimit: the loop waits until then instead of stopping.
+	RetryAt string `json:"retry_at,omitempty"`
 }
 
 // OK reports whether the result counts as a success for its role.
@@ -151,6 +157,7 @@ func Decode(role Role, data []byte) (Result, error) {
 		if err := json.Unmarshal(data, &r); err != nil {
 			return Result{}, fmt.Errorf("the %s answer has a field of the wrong type: %w", role, err)
 		}
+		r.Usage.Known = hasUsage(raw)
 		return r, nil
 	}
 	if key, ok := requiredKey[role]; ok {
@@ -174,5 +181,6 @@ func Decode(role Role, data []byte) (Result, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return Result{}, fmt.Errorf("the %s answer has a field of the wrong type: %w", role, err)
 	}
+	r.Usage.Known = hasUsage(raw)
 	return r, nil
 }

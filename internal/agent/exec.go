@@ -8,94 +8,212 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aot-loop/aot/internal/proc"
 )
 
 // Exec runs a command for every task: the task as JSON on stdin, the answer
 // as one JSON document on stdout, stderr to the attempt's log.
+//
+// The attempt ends when the agent's own process (the shell running Command)
+// exits, or its timeout passes, or ctx is done, or it writes more than 16 MiB
+// to stdout. Then its whole process tree is killed (see package proc):
+// background children cannot keep the attempt alive by holding stdout, nor
+// outlive it. The environment carries AOT_ROLE, AOT_ATOM_ID, AOT_STATE_FILE,
+// AOT_ATTEMPT, AOT_USAGE_FILE (see UsageFileEnv) and proc.TokenEnv.
 type Exec struct {
 	Command string
 	Timeout time.Duration // per attempt; 0 = no limit beyond ctx
-	// Log, when set, returns where an attempt's stderr goes.
+	// Log, when set, returns where an attempt's log goes: its stderr (at
+	// most 16 MiB) while it runs, then a line "--- stdout ---" and the first
+	// 64 KiB of its stdout.
 	Log func(t Task) (io.WriteCloser, error)
 }
 
-// maxAnswer bounds what is read from an agent's stdout.
-const maxAnswer = 16 << 20
+const (
+	// maxAnswer bounds what is read from an agent's stdout.
+	maxAnswer = 16 << 20
+	// maxStderr bounds what of an agent's stderr reaches its log.
+	maxStderr = 16 << 20
+	// maxLoggedStdout bounds the copy of stdout in the log.
+	maxLoggedStdout = 64 << 10
+	// maxQuoted bounds the start of stdout quoted by a malformed answer.
+	maxQuoted = 200
+)
 
-// Run runs one attempt.
+// errTooMuchOutput fails the stdout writer once the cap is passed.
+var errTooMuchOutput = errors.New("agent wrote more than 16 MiB to stdout")
+
+// Run runs one attempt. A failed attempt is an *AttemptError carrying
+// whatever usage the attempt reported.
 func (e *Exec) Run(ctx context.Context, t Task) (Result, error) {
 	if strings.TrimSpace(e.Command) == "" {
 		return Result{}, &AttemptError{Reason: "no agent command configured"}
-	}
-	if e.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.Timeout)
-		defer cancel()
 	}
 	input, err := json.Marshal(t)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode task: %w", err)
 	}
-	cmd := proc.Shell(ctx, e.Command)
-	cmd.Dir = t.Workdir
-	cmd.Env = append(os.Environ(),
-		"AOT_ROLE="+string(t.Role),
-		"AOT_ATOM_ID="+t.Atom.ID,
-		"AOT_STATE_FILE="+t.StateFile,
-		"AOT_ATTEMPT="+strconv.Itoa(t.Attempt),
-	)
-	cmd.Stdin = bytes.NewReader(input)
-	var stdout limitedBuffer
-	stdout.max = maxAnswer
-	cmd.Stdout = &stdout
+	usageFile, err := os.CreateTemp("", "aot-usage-*.jsonl")
+	if err != nil {
+		return Result{}, &AttemptError{Reason: fmt.Sprintf("agent did not run: create its usage file: %v", err)}
+	}
+	usagePath := usageFile.Name()
+	usageFile.Close()
+	defer os.Remove(usagePath)
+
+	var log io.Writer = io.Discard
 	if e.Log != nil {
-		w, err := e.Log(t)
-		if err == nil {
+		if w, err := e.Log(t); err == nil {
 			defer w.Close()
-			cmd.Stderr = w
+			log = w
 		}
+	}
+	stdout := &capBuffer{max: maxAnswer}
+	stderr := &truncWriter{w: log, max: maxStderr}
+	c := &proc.Cmd{
+		Script: e.Command,
+		Dir:    t.Workdir,
+		Env: []string{
+			"AOT_ROLE=" + string(t.Role),
+			"AOT_ATOM_ID=" + t.Atom.ID,
+			"AOT_STATE_FILE=" + t.StateFile,
+			"AOT_ATTEMPT=" + strconv.Itoa(t.Attempt),
+			UsageFileEnv + "=" + usagePath,
+		},
+		Stdin:   bytes.NewReader(input),
+		Stdout:  stdout,
+		Stderr:  stderr,
+		Timeout: e.Timeout,
+		OnStart: startFunc(ctx),
 	}
 	start := time.Now()
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return Result{}, &AttemptError{Reason: fmt.Sprintf("timed out after %s; process group killed", time.Since(start).Round(time.Millisecond))}
+	res := c.Run(ctx)
+	elapsed := time.Since(start)
+	logStdout(log, stdout)
+
+	// The tree is dead: nobody appends to the usage file any more.
+	usage := readUsageFile(usagePath)
+	fail := func(reason string) (Result, error) {
+		u := usage
+		if !u.Known {
+			u = usageInOutput(stdout.buf)
 		}
-		return Result{}, &AttemptError{Reason: "cancelled; process group killed"}
+		return Result{}, &AttemptError{Reason: reason, Usage: u}
 	}
+
+	switch {
+	case res.Err != nil && res.State == nil:
+		return fail(fmt.Sprintf("agent did not run: %v", res.Err))
+	case res.TimedOut || errors.Is(res.CtxErr, context.DeadlineExceeded):
+		return fail(fmt.Sprintf("timed out after %s; process tree killed", elapsed.Round(time.Millisecond)))
+	case res.CtxErr != nil:
+		return fail("cancelled; process tree killed")
+	case res.WriteErr != nil:
+		return fail(res.WriteErr.Error())
+	case res.Err != nil:
+		return fail(fmt.Sprintf("agent could not be waited for: %v", res.Err))
+	case !res.State.Success():
+		return fail(fmt.Sprintf("agent exited with %s", res.State))
+	}
+	r, err := Decode(t.Role, bytes.TrimSpace(stdout.buf))
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return Result{}, &AttemptError{Reason: fmt.Sprintf("agent exited with %s", ee.ProcessState)}
-		}
-		return Result{}, &AttemptError{Reason: fmt.Sprintf("agent did not run: %v", err)}
+		return fail("malformed answer: " + err.Error() + "; the agent printed " + quoteStart(stdout.buf))
 	}
-	if stdout.over {
-		return Result{}, &AttemptError{Reason: fmt.Sprintf("agent wrote more than %d bytes to stdout", maxAnswer)}
-	}
-	r, err := Decode(t.Role, bytes.TrimSpace(stdout.Bytes()))
-	if err != nil {
-		return Result{}, &AttemptError{Reason: "malformed answer: " + err.Error()}
+	if usage.Known {
+		r.Usage = usage
 	}
 	return r, nil
 }
 
-type limitedBuffer struct {
-	bytes.Buffer
+// quoteStart quotes the start of an agent's output on one line.
+func quoteStart(out []byte) string {
+	s := bytes.TrimSpace(out)
+	if len(s) == 0 {
+		return "nothing"
+	}
+	cut := len(s) > maxQuoted
+	if cut {
+		s = s[:maxQuoted]
+		// Drop a rune cut in half.
+		for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+			if r, size := utf8.DecodeLastRune(s); r != utf8.RuneError || size != 1 {
+				break
+			}
+			s = s[:len(s)-1]
+		}
+	}
+	q := strconv.Quote(string(s))
+	if cut {
+		q += fmt.Sprintf(" (first %d of %d bytes)", len(s), len(bytes.TrimSpace(out)))
+	}
+	return ": " + q
+}
+
+// logStdout appends the start of stdout to the attempt's log.
+func logStdout(log io.Writer, out *capBuffer) {
+	b := out.buf
+	cut := len(b) > maxLoggedStdout
+	if cut {
+		b = b[:maxLoggedStdout]
+	}
+	var w bytes.Buffer
+	w.WriteString("--- stdout ---\n")
+	w.Write(b)
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		w.WriteByte('\n')
+	}
+	if cut || out.over {
+		total := strconv.Itoa(len(out.buf)) + " bytes"
+		if out.over {
+			total = "more than " + strconv.Itoa(out.max) + " bytes"
+		}
+		fmt.Fprintf(&w, "--- stdout truncated: first %d of %s ---\n", maxLoggedStdout, total)
+	}
+	_, _ = log.Write(w.Bytes())
+}
+
+// capBuffer keeps what is written to it until max bytes; a write that would
+// pass max fails, which makes proc kill the tree at once.
+type capBuffer struct {
+	buf  []byte
 	max  int
 	over bool
 }
 
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > b.max {
+func (b *capBuffer) Write(p []byte) (int, error) {
+	if len(b.buf)+len(p) > b.max {
 		b.over = true
+		return 0, errTooMuchOutput
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+// truncWriter passes the first max bytes to w, then a marker, then drops
+// the rest (without failing: a chatty stderr does not end an attempt).
+type truncWriter struct {
+	w    io.Writer
+	max  int
+	n    int
+	done bool
+}
+
+func (t *truncWriter) Write(p []byte) (int, error) {
+	if t.done {
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	if room := t.max - t.n; len(p) > room {
+		t.done = true
+		_, _ = t.w.Write(p[:room])
+		fmt.Fprintf(t.w, "\n--- stderr truncated after %d bytes ---\n", t.max)
+		return len(p), nil
+	}
+	t.n += len(p)
+	_, _ = t.w.Write(p)
+	return len(p), nil
 }

@@ -74,8 +74,8 @@ func TestExecAgentEnvironmentAndLog(t *testing.T) {
 		t.Errorf("summary = %q, want %q", r.Summary, want)
 	}
 	log, _ := os.ReadFile(logPath)
-	if string(log) != "to the log\n" {
-		t.Errorf("log = %q", log)
+	if want := "to the log\n--- stdout ---\n{\"success\": true, \"summary\": \"" + r.Summary + "\"}\n"; string(log) != want {
+		t.Errorf("log = %q, want %q", log, want)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/proc"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/verify"
@@ -41,11 +42,28 @@ type Options struct {
 	FlushInterval time.Duration // how far the state file may lag the journal; default 500ms
 	Progress      io.Writer     // live progress for people; nil = quiet
 	Heartbeat     time.Duration // how often Progress lists the running atoms; default 30s
-	Now           func() time.Time
+	// RetryBackoff is the wait before a failed atom's first retry; it doubles
+	// with each further failure up to MaxBackoff. Defaults DefaultRetryBackoff
+	// and DefaultMaxBackoff.
+	RetryBackoff time.Duration
+	MaxBackoff   time.Duration
+	// NoWait stops the loop on a usage-limit answer even when the agent said
+	// when its quota resets (exit 10), instead of waiting for the reset.
+	NoWait bool
+	Now    func() time.Time
 }
 
 // DefaultAgentTimeout bounds one agent attempt when no timeout is given.
 const DefaultAgentTimeout = 30 * time.Minute
+
+// Retry defaults, chosen with the outcome benchmark (docs/PERFORMANCE.md).
+const (
+	DefaultRetryBackoff = time.Second
+	DefaultMaxBackoff   = 30 * time.Second
+	// DefaultMaxAttemptsPerAtom applies when constraints.max_attempts_per_atom
+	// is absent or 0.
+	DefaultMaxAttemptsPerAtom = 6
+)
 
 // Outcome is how a run ended.
 type Outcome struct {
@@ -57,7 +75,11 @@ type Outcome struct {
 	Unresolved int         `json:"unresolved"`
 	Usage      agent.Usage `json:"usage"`
 	Waits      []dag.Wait  `json:"waits,omitempty"`
-	Elapsed    string      `json:"elapsed"`
+	Failures   []string    `json:"failures,omitempty"` // the base case's failing checks, when it was checked before stopping
+	// UnknownUsage counts attempts whose usage nobody reported: the totals
+	// are a lower bound when it is not 0.
+	UnknownUsage int    `json:"unknown_usage,omitempty"`
+	Elapsed      string `json:"elapsed"`
 }
 
 // task is one agent run in flight.
@@ -94,16 +116,31 @@ type engine struct {
 	expanded bool                  // the work graph grew in this iteration
 	expands  int                   // iterations in a row that only grew the graph
 
-	usage     agent.Usage
+	usage     agent.Usage // the loop's total, across runs
+	unknown   int         // attempts whose usage nobody reported
 	start     time.Time
-	dirty     bool
-	lastFlush time.Time
-	stamp     fileStamp
-	stop      *string // a stop was requested, with its reason
-	parallel  int
-	maxIter   int
-	halt      *Outcome // a stop decided inside a step (max attempts)
-	lastBeat  time.Time
+	startIter int // control.iteration when this run started
+
+	// Retries and sweeps (sweep.go).
+	waiting     map[string]time.Time // atom -> when its backoff ends
+	attempted   map[string]bool      // atoms with a finished worker attempt in this sweep
+	unattempted map[string]bool      // executable atoms without one yet
+	sweepStart  int                  // unresolved atoms when the sweep began
+	draining    bool                 // a bound is reached: start nothing, let running agents finish
+	quotaUntil  time.Time            // a usage limit: start nothing before this
+	verifiedGen int                  // gen at the last verification, -1 when none
+	verifyFails []string             // what that verification found
+	gen         int                  // bumped by every change that may affect the base case
+	dirty       bool
+	lastFlush   time.Time
+	stamp       fileStamp
+	lastWritten *state.State // what the engine last wrote to the state file
+	stop        *string      // a stop was requested, with its reason
+	parallel    int
+	maxIter     int
+	halt        *Outcome // a stop decided inside a step (usage limit)
+	trees       treeSet  // process trees of the attempts in flight
+	lastBeat    time.Time
 
 	// Incremental view of the graph, so a transition costs the same at 10
 	// or 100,000 atoms: rebuilt only when the graph's shape changes.
@@ -149,17 +186,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	}
 	defer lock.Release()
 
-	e := &engine{
-		opts:    opts,
-		store:   state.NewStore(opts.StateFile),
-		tasks:   map[int]*task{},
-		busy:    map[string]int{},
-		results: make(chan taskResult, 64),
-		next:    map[string]agent.Role{},
-		notes:   map[string]string{},
-		planned: map[string]bool{},
-		start:   opts.Now(),
-	}
+	e := newEngine(opts)
 	if err := e.begin(); err != nil {
 		if e.jr != nil {
 			_ = e.jr.Close()
@@ -171,6 +198,34 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 		return out, err
 	}
 	return out, nil
+}
+
+// newEngine builds an engine with its defaults.
+func newEngine(opts Options) *engine {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = DefaultRetryBackoff
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	return &engine{
+		opts:        opts,
+		store:       state.NewStore(opts.StateFile),
+		tasks:       map[int]*task{},
+		busy:        map[string]int{},
+		results:     make(chan taskResult, 64),
+		next:        map[string]agent.Role{},
+		notes:       map[string]string{},
+		planned:     map[string]bool{},
+		start:       opts.Now(),
+		waiting:     map[string]time.Time{},
+		attempted:   map[string]bool{},
+		unattempted: map[string]bool{},
+		verifiedGen: -1,
+	}
 }
 
 // ProjectRoot is the directory a loop works in: the parent of the state
@@ -241,6 +296,8 @@ func (e *engine) begin() error {
 	e.jr = jr
 	e.s = s
 	prev := s.Control.Status
+	e.killSurvivors()
+	e.loadUsage()
 	replayed := e.replay()
 	switch prev {
 	case state.ControlRunning:
@@ -250,7 +307,9 @@ func (e *engine) begin() error {
 		if s.Control.StopReason != nil {
 			reason = *s.Control.StopReason
 		}
-		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: map[string]any{"previous_stop_reason": reason}})
+		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: map[string]any{"previous_stop_reason": reason, "stall_count": s.Control.StallCount}})
+		// A person ran the loop again: the stall window starts afresh.
+		s.Control.StallCount = 0
 	default:
 		e.event(journal.Event{Type: journal.RunStart})
 	}
@@ -264,24 +323,42 @@ func (e *engine) begin() error {
 	s.Control.StopRequested = false
 	s.Control.StopReason = nil
 	s.Control.RedirectRequested = false
-	e.parallel = s.Objective.Constraints.MaxParallelAgents
+	e.startIter = s.Control.Iteration
+	e.applyBounds()
+	e.dirty = true
+	e.rebuild()
+	if err := e.flush(); err != nil {
+		return err
+	}
+	e.newSweep()
+	e.say("running: %d atoms, %d unresolved, up to %d agents at once", len(s.Atoms), dag.Unresolved(s), e.parallel)
+	return nil
+}
+
+// applyBounds takes the run's bounds from the constraints and the run's
+// options; a redirect calls it again so that new bounds apply at once.
+func (e *engine) applyBounds() {
+	c := e.s.Objective.Constraints
+	e.parallel = c.MaxParallelAgents
 	if e.opts.MaxParallel > 0 {
 		e.parallel = e.opts.MaxParallel
 	}
 	if e.parallel <= 0 {
 		e.parallel = state.DefaultMaxParallelAgents
 	}
-	e.maxIter = s.Objective.Constraints.MaxIterations
+	e.maxIter = c.MaxIterations
 	if e.opts.MaxIterations > 0 {
-		e.maxIter = e.opts.MaxIterations
+		// --max-iterations N: at most N iterations in this run.
+		e.maxIter = e.startIter + e.opts.MaxIterations
 	}
-	e.dirty = true
-	e.rebuild()
-	if err := e.flush(); err != nil {
-		return err
+}
+
+// maxAttempts is the effective max_attempts_per_atom.
+func (e *engine) maxAttempts() int {
+	if m := e.s.Objective.Constraints.MaxAttemptsPerAtom; m > 0 {
+		return m
 	}
-	e.say("running: %d atoms, %d unresolved, up to %d agents at once", len(s.Atoms), dag.Unresolved(s), e.parallel)
-	return nil
+	return DefaultMaxAttemptsPerAtom
 }
 
 // NotReadyError lists what the state lacks before a run.
@@ -297,13 +374,14 @@ func (e *engine) loop(ctx context.Context) Outcome {
 	defer tick.Stop()
 	for {
 		if out, done := e.bounds(); done {
-			return out
+			return e.giveUp(ctx, out)
 		}
 		if e.reshape {
 			e.rebuild()
 		}
+		e.release()
 		e.schedule(ctx)
-		if len(e.tasks) == 0 {
+		if len(e.tasks) == 0 && !e.waitingForTime() {
 			if out, done := e.idle(ctx); done {
 				return out
 			}
@@ -311,18 +389,16 @@ func (e *engine) loop(ctx context.Context) Outcome {
 		}
 		select {
 		case r := <-e.results:
-			worked := e.integrate(ctx, r)
+			e.integrate(ctx, r)
 			for more := true; more; {
 				select {
 				case r := <-e.results:
-					worked = e.integrate(ctx, r) || worked
+					e.integrate(ctx, r)
 				default:
 					more = false
 				}
 			}
-			if worked {
-				e.endIteration()
-			}
+			e.checkSweep()
 			// Refill the freed slots first, then make the batch durable:
 			// the fsync overlaps with the agents' work instead of delaying it.
 			out, done := e.bounds()
@@ -336,7 +412,7 @@ func (e *engine) loop(ctx context.Context) Outcome {
 				return e.failed(err)
 			}
 			if done {
-				return out
+				return e.giveUp(ctx, out)
 			}
 		case <-tick.C:
 			if err := e.poll(ctx); err != nil {
@@ -344,7 +420,7 @@ func (e *engine) loop(ctx context.Context) Outcome {
 			}
 			e.heartbeat()
 		case <-ctx.Done():
-			r := "interrupted (Ctrl-C or a signal)"
+			r := interruption(ctx)
 			e.stop = &r
 		}
 		if e.stop != nil {
@@ -358,23 +434,39 @@ func (e *engine) loop(ctx context.Context) Outcome {
 	}
 }
 
+// interruption names what interrupted the run: the signal when the CLI
+// cancelled with one as the cause.
+func interruption(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+		return "interrupted: " + c.Error()
+	}
+	return "interrupted (Ctrl-C or a signal)"
+}
+
 func (e *engine) failed(err error) Outcome {
 	return e.outcome(Failed, err.Error())
 }
 
 // idle runs when no agent is running and nothing could start: the loop is
-// done with its atoms (verify), deadlocked, or stopped by an OR exhaustion.
+// done with its atoms (verify), deadlocked, out of attempts on an atom, or
+// stopped by an OR exhaustion.
 func (e *engine) idle(ctx context.Context) (Outcome, bool) {
 	if e.s.Control.Status == state.ControlStopped {
-		return e.outcome(ORExhausted, deref(e.s.Control.StopReason)), true
+		return e.giveUp(ctx, e.outcome(ORExhausted, deref(e.s.Control.StopReason))), true
 	}
-	if dag.Unresolved(e.s) > 0 {
+	if e.unresolvedCount() > 0 {
+		if g := exhaustedGroup(e.s); g != "" {
+			return e.giveUp(ctx, e.outcome(ORExhausted, dag.ExhaustedReason(g)+"; add a choice with aot redirect --add-atom or switch with aot or switch")), true
+		}
+		if msg := e.parkedMessage(); msg != "" {
+			return e.giveUp(ctx, e.outcome(MaxAttempts, msg)), true
+		}
 		waits := dag.Deadlock(e.s)
 		out := e.outcome(Deadlock, deadlockMessage(waits))
 		out.Waits = waits
-		return out, true
+		return e.giveUp(ctx, out), true
 	}
-	passed, failures, err := e.verify(ctx)
+	passed, failures, err := e.verify(ctx, true)
 	if e.stop != nil {
 		return e.outcome(ManualStop, "manual stop: "+*e.stop), true
 	}
@@ -385,8 +477,39 @@ func (e *engine) idle(ctx context.Context) (Outcome, bool) {
 		return e.outcome(Completed, "the base case passed"), true
 	}
 	e.plan(ctx, "", failures)
+	// A verification round is an iteration of its own.
 	e.endIteration()
+	e.newSweep()
 	return Outcome{}, false
+}
+
+// giveUp is the last step before any stop other than completed, manual stop
+// or error: aot checks the base case itself, and a loop whose work is done
+// completes whatever bound it reached. Otherwise the stop names the checks
+// that fail.
+func (e *engine) giveUp(ctx context.Context, out Outcome) Outcome {
+	switch out.Reason {
+	case Completed, ManualStop, Failed:
+		return out
+	}
+	e.killAll("the loop is stopping: " + string(out.Reason))
+	// Spending more on judges would break a budget or hit the same quota.
+	judges := out.Reason != Budget && out.Reason != UsageLimit
+	passed, failures, err := e.verify(ctx, judges)
+	if e.stop != nil {
+		return e.outcome(ManualStop, "manual stop: "+*e.stop)
+	}
+	if err != nil {
+		return e.failed(err)
+	}
+	if passed {
+		return e.outcome(Completed, "the base case passed (checked before stopping on "+string(out.Reason)+": "+out.Message+")")
+	}
+	if len(failures) > 0 {
+		out.Message += "; the base case fails: " + strings.Join(failures, "; ")
+	}
+	out.Failures = failures
+	return out
 }
 
 func deadlockMessage(waits []dag.Wait) string {
@@ -414,7 +537,9 @@ func deref(p *string) string {
 	return *p
 }
 
-// bounds checks every halting condition that does not need an event.
+// bounds checks every halting condition that does not need an event. Stall
+// and max_iterations wait for running agents (draining): one of them may
+// still succeed, and its work is not thrown away.
 func (e *engine) bounds() (Outcome, bool) {
 	c := &e.s.Objective.Constraints
 	switch {
@@ -424,23 +549,40 @@ func (e *engine) bounds() (Outcome, bool) {
 		return e.outcome(ManualStop, "manual stop: "+*e.stop), true
 	case e.s.Control.Status == state.ControlStopped:
 		return e.outcome(ORExhausted, deref(e.s.Control.StopReason)), true
-	case e.maxIter > 0 && e.s.Control.Iteration >= e.maxIter:
-		return e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d iterations done", e.s.Control.Iteration)), true
-	case c.MaxStallCount > 0 && e.s.Control.StallCount >= c.MaxStallCount:
-		return e.outcome(Stalled, fmt.Sprintf("stall: %d iterations without progress (%d unresolved)", e.s.Control.StallCount, dag.Unresolved(e.s))), true
 	}
 	if c.MaxWallTime != "" {
 		if d, err := state.ParseDuration(c.MaxWallTime); err == nil && d > 0 && e.now().Sub(e.start) >= d {
-			return e.outcome(Budget, fmt.Sprintf("budget: max_wall_time %s spent", c.MaxWallTime)), true
+			return e.outcome(Budget, fmt.Sprintf("budget: max_wall_time %s spent in this run; raise it with aot redirect --reason R --max-wall-time D", c.MaxWallTime)), true
 		}
 	}
 	if tokens := e.usage.InputTokens + e.usage.OutputTokens; c.MaxTokens > 0 && tokens >= c.MaxTokens {
-		return e.outcome(Budget, fmt.Sprintf("budget: %d tokens spent (max_tokens %d)", tokens, c.MaxTokens)), true
+		return e.outcome(Budget, fmt.Sprintf("budget: %d tokens spent by the loop (max_tokens %d); raise it with aot redirect --reason R --max-tokens N", tokens, c.MaxTokens)), true
 	}
 	if c.MaxCostUSD > 0 && e.usage.CostUSD >= c.MaxCostUSD {
-		return e.outcome(Budget, fmt.Sprintf("budget: $%.4f spent (max_cost_usd %g)", e.usage.CostUSD, c.MaxCostUSD)), true
+		return e.outcome(Budget, fmt.Sprintf("budget: $%.4f spent by the loop (max_cost_usd %g); raise it with aot redirect --reason R --max-cost USD", e.usage.CostUSD, c.MaxCostUSD)), true
 	}
-	return Outcome{}, false
+	var out Outcome
+	switch {
+	case e.maxIter > 0 && e.s.Control.Iteration >= e.maxIter:
+		if e.opts.MaxIterations > 0 {
+			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d iterations done in this run (--max-iterations %d)", e.s.Control.Iteration-e.startIter, e.opts.MaxIterations))
+		} else {
+			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d of %d iterations done; raise the bound with aot redirect --reason R --max-iterations N, or run N more with aot run --max-iterations N", e.s.Control.Iteration, e.maxIter))
+		}
+	case c.MaxStallCount > 0 && e.s.Control.StallCount >= c.MaxStallCount:
+		out = e.outcome(Stalled, fmt.Sprintf("stall: %d sweeps in a row without progress (%d unresolved); aot run starts a new stall window, aot redirect --reason R --max-stall N raises the bound", e.s.Control.StallCount, e.unresolvedCount()))
+	default:
+		e.draining = false
+		return Outcome{}, false
+	}
+	if e.runningWorkers() > 0 {
+		if !e.draining {
+			e.say("%s; waiting for the running agents before stopping", out.Message)
+		}
+		e.draining = true
+		return Outcome{}, false
+	}
+	return out, true
 }
 
 func (e *engine) outcome(r Reason, msg string) Outcome {
@@ -453,22 +595,26 @@ func (e *engine) outcome(r Reason, msg string) Outcome {
 	return Outcome{
 		Reason: r, ExitCode: r.ExitCode(), Message: msg,
 		Iterations: e.s.Control.Iteration, Resolved: resolved, Unresolved: dag.Unresolved(e.s),
-		Usage: e.usage, Elapsed: e.now().Sub(e.start).Round(time.Millisecond).String(),
+		Usage: e.usage, UnknownUsage: e.unknown, Elapsed: e.now().Sub(e.start).Round(time.Millisecond).String(),
 	}
 }
 
 // schedule starts agents on executable atoms while slots are free.
 func (e *engine) schedule(ctx context.Context) {
 	free := e.parallel - len(e.tasks)
-	if free <= 0 || e.s.Control.Status != state.ControlRunning {
+	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.now().Before(e.quotaUntil) {
 		return
 	}
 	var cands []*state.Atom
 	for free-len(cands) > 0 && e.queue.Len() > 0 {
-		pos := heap.Pop(&e.queue).(int)
-		a := &e.s.Atoms[pos]
+		it := heap.Pop(&e.queue).(entry)
+		a := &e.s.Atoms[it.pos]
 		if _, running := e.busy[a.ID]; running || !e.ready[a.ID] {
 			continue // a stale entry
+		}
+		if int32(a.Attempts) != it.attempts {
+			heap.Push(&e.queue, entry{pos: it.pos, attempts: int32(a.Attempts)})
+			continue // queued before its last failure: requeue by its attempts now
 		}
 		delete(e.ready, a.ID) // taken: a second entry for it is stale now
 		cands = append(cands, a)
@@ -518,9 +664,12 @@ func (e *engine) launch(ctx context.Context, id string) {
 	in := e.taskFor(a, role, t.attempt)
 	e.event(journal.Event{Type: journal.AtomStart, Atom: id, Role: string(role), Attempt: t.attempt})
 	e.say("%s %s started (attempt %d): %s", role, id, t.attempt, oneLine(a.Description, 60))
+	tid, attempt := t.id, t.attempt
+	tctx = agent.WithStart(tctx, func(tr proc.Tree) { e.started(tid, id, attempt, tr) })
 	go func() {
 		start := time.Now()
 		res, err := e.opts.Agent.Run(tctx, in)
+		e.trees.remove(tid)
 		if err == nil && tctx.Err() != nil {
 			err = &agent.AttemptError{Reason: "cancelled; process group killed"}
 		}
@@ -584,19 +733,24 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		return false
 	}
 	if r.err == nil && r.res.UsageLimit {
-		// Not the atom's fault: it goes back untouched and the loop stops.
+		// Not the atom's fault: it goes back untouched, and the loop waits
+		// for the quota to reset or stops.
 		if a.Status == state.StatusInProgress {
 			a.Status = state.StatusPending
 			e.dirty = true
 		}
 		e.event(journal.Event{Type: journal.AtomReset, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: "usage limit: " + oneLine(r.res.Summary+r.res.Evidence+r.res.Findings, 200)})
-		e.stopWith(UsageLimit, "usage_limit: the agent reported its provider's usage limit (on "+t.atom+")")
+		e.usageLimit(t.atom, r.res)
 		return false
 	}
 	ok := r.err == nil && r.res.OK(t.role)
+	if t.role == agent.Planner {
+		ok = r.err == nil // a plan that proposes nothing did not fail
+	}
 	reason := failureReason(t.role, r)
 	ev := journal.Event{Type: journal.AtomFinish, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, OK: journal.Bool(ok),
-		DurationMS: r.dur.Milliseconds(), Tokens: r.res.Usage.InputTokens + r.res.Usage.OutputTokens, CostUSD: r.res.Usage.CostUSD}
+		DurationMS: r.dur.Milliseconds()}
+	e.usageFields(&ev, r)
 	if !ok {
 		ev.Reason = reason
 	}
@@ -607,16 +761,22 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		if r.err == nil && !r.res.Feasible {
 			e.next[t.atom] = agent.Planner
 		}
-		e.notes[t.atom] = r.res.Findings
+		e.notes[t.atom] = oneLine(r.res.Findings, 2000)
 		e.say("probe %s: feasible=%t %s", t.atom, r.err == nil && r.res.Feasible, oneLine(r.res.Findings, 60))
 		return false
 	case agent.Planner:
+		if ok {
+			ev.Data = map[string]any{"proposed": len(r.res.Atoms) + len(r.res.Decompositions)}
+		}
 		e.event(ev)
 		e.planned[t.atom] = true
 		e.next[t.atom] = agent.Worker
-		// A plan that grew the graph ends an iteration as an expansion.
-		return r.err == nil && e.applyPlan(t.atom, r.res) > 0
+		if r.err == nil {
+			e.applyPlan(t.atom, r.res)
+		}
+		return false
 	}
+	e.attemptDone(t.atom)
 	if ok {
 		e.resolve(ctx, a, r.res, ev)
 		return true
@@ -642,16 +802,6 @@ func failureReason(role agent.Role, r taskResult) string {
 	return "the " + string(role) + " did not succeed"
 }
 
-func (e *engine) addUsage(u agent.Usage, err error) {
-	var ae *agent.AttemptError
-	if errors.As(err, &ae) {
-		u = ae.Usage
-	}
-	e.usage.InputTokens += u.InputTokens
-	e.usage.OutputTokens += u.OutputTokens
-	e.usage.CostUSD += u.CostUSD
-}
-
 // resolve records a worker's success: the atom is resolved with its binding,
 // parents whose children are done resolve, and a speculative group adopts
 // the winner and kills the other choices.
@@ -675,7 +825,12 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 	}
 	a.LastFailure = ""
 	delete(e.next, a.ID)
+	delete(e.waiting, a.ID)
 	e.dirty = true
+	e.gen++
+	// Progress: the stall window starts again at once, so that a stop that
+	// is draining goes on instead.
+	e.s.Control.StallCount = 0
 	e.say("worker %s resolved in %s: %s", a.ID, time.Duration(ev.DurationMS)*time.Millisecond, oneLine(summary, 60))
 	if g := e.s.ORGroup(a.ORGroup); g != nil && a.ORGroup != "" {
 		if g.Selected != a.ID {
@@ -726,13 +881,13 @@ func (e *engine) fail(a *state.Atom, reason string) {
 			return
 		}
 	}
-	if max := e.s.Objective.Constraints.MaxAttemptsPerAtom; max > 0 && a.Attempts >= max {
-		r := fmt.Sprintf("max_attempts: %s failed %d times (last: %s)", a.ID, a.Attempts, oneLine(reason, 200))
-		e.stopWith(MaxAttempts, r)
+	if a.Attempts >= e.maxAttempts() {
+		// Out of attempts: parked. The rest of the graph goes on; the loop
+		// stops on max_attempts when nothing else can run.
+		delete(e.ready, a.ID)
+		e.event(journal.Event{Type: journal.Parked, Atom: a.ID, Attempt: a.Attempts, Reason: fmt.Sprintf("failed %d times (max_attempts_per_atom %d)", a.Attempts, e.maxAttempts())})
+		e.say("%s: out of attempts (%d); the rest of the graph goes on", a.ID, a.Attempts)
 		return
-	}
-	if e.ix.Ready(a.ID) {
-		e.markReady(a.ID)
 	}
 	switch {
 	case a.Attempts == 1:
@@ -742,6 +897,7 @@ func (e *engine) fail(a *state.Atom, reason string) {
 	default:
 		e.next[a.ID] = agent.Worker
 	}
+	e.backoff(a)
 }
 
 // stopWith ends the loop at the next bounds check with a reason that has no

@@ -38,7 +38,15 @@ func (e *engine) rebuild() {
 	e.ready = map[string]bool{}
 	e.queue = positions{height: heights(e.s, e.ix)}
 	for _, a := range dag.Executable(e.s, 0) {
+		if _, waits := e.waiting[a.ID]; waits || e.parked(a) {
+			continue
+		}
 		e.markReady(a.ID)
+	}
+	for id := range e.waiting {
+		if !e.ix.Ready(id) {
+			delete(e.waiting, id) // no longer executable: removed, switched away, decomposed
+		}
 	}
 	e.bindIdx = make(map[string]int, len(e.s.Bindings))
 	for i, b := range e.s.Bindings {
@@ -46,14 +54,25 @@ func (e *engine) rebuild() {
 	}
 	e.unresolved = dag.Unresolved(e.s)
 	e.reshape = false
+	e.recountSweep()
 }
 
 // markReady adds an executable atom to the candidates. The queue may hold
 // an atom more than once; schedule skips entries that are no longer ready,
 // and an atom that is still busy is pushed again when its task ends.
 func (e *engine) markReady(id string) {
+	a := e.ix.Atom(id)
+	if a == nil || e.parked(a) {
+		return
+	}
+	if _, waits := e.waiting[id]; waits {
+		return // released by its backoff timer
+	}
 	e.ready[id] = true
-	heap.Push(&e.queue, e.ix.Position(id))
+	heap.Push(&e.queue, entry{pos: e.ix.Position(id), attempts: int32(a.Attempts)})
+	if !e.attempted[id] {
+		e.unattempted[id] = true
+	}
 }
 
 // bind sets a binding through the engine's index of bindings.
@@ -67,20 +86,31 @@ func (e *engine) bind(b state.Binding) {
 	e.s.Bindings = append(e.s.Bindings, b)
 }
 
-// positions is a heap of atom positions: the atom with the longest chain of
-// work behind it starts first (critical path first), then file order.
+// positions is a heap of ready atoms: the atom with the fewest attempts
+// first (a failed atom waits while others have had fewer tries), then the
+// one with the longest chain of work behind it (critical path first), then
+// file order.
 type positions struct {
-	items  []int
+	items  []entry
 	height []int32 // by position: atoms on the longest dependent chain from it
+}
+
+// entry is a queued atom with its attempts when it was queued.
+type entry struct {
+	pos      int
+	attempts int32
 }
 
 func (p *positions) Len() int { return len(p.items) }
 func (p *positions) Less(i, j int) bool {
 	a, b := p.items[i], p.items[j]
-	if ha, hb := p.h(a), p.h(b); ha != hb {
+	if a.attempts != b.attempts {
+		return a.attempts < b.attempts
+	}
+	if ha, hb := p.h(a.pos), p.h(b.pos); ha != hb {
 		return ha > hb
 	}
-	return a < b
+	return a.pos < b.pos
 }
 func (p *positions) h(pos int) int32 {
 	if pos < len(p.height) {
@@ -89,7 +119,7 @@ func (p *positions) h(pos int) int32 {
 	return 0
 }
 func (p *positions) Swap(i, j int) { p.items[i], p.items[j] = p.items[j], p.items[i] }
-func (p *positions) Push(x any)    { p.items = append(p.items, x.(int)) }
+func (p *positions) Push(x any)    { p.items = append(p.items, x.(entry)) }
 func (p *positions) Pop() any {
 	x := p.items[len(p.items)-1]
 	p.items = p.items[:len(p.items)-1]
@@ -196,20 +226,29 @@ func nonBlank(s, def string) string {
 }
 
 // verify runs the base case itself; an agent's word is never proof. Judged
-// checks go to the agent in the judge role.
-func (e *engine) verify(ctx context.Context) (bool, []string, error) {
+// checks go to the agent in the judge role, unless judges is false (then
+// they count as not passed). A verification is reused while nothing changed
+// since it ran.
+func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error) {
+	if e.verifiedGen == e.gen && judges {
+		return false, e.verifyFails, nil
+	}
 	e.say("verifying the base case")
 	if err := e.flush(); err != nil {
 		return false, nil, err
 	}
 	var rep verify.Report
 	var err error
+	opts := verify.Options{Dir: e.opts.Workdir, Timeout: e.opts.CheckTimeout}
+	if judges {
+		opts.Judge = &judge{e: e}
+	}
 	e.stoppable(ctx, func(vctx context.Context) {
-		rep, err = verify.BaseCase(vctx, e.s.Objective.BaseCase, verify.Options{Dir: e.opts.Workdir, Timeout: e.opts.CheckTimeout, Judge: &judge{e: e}})
+		rep, err = verify.BaseCase(vctx, e.s.Objective.BaseCase, opts)
 	})
 	if e.stop != nil || ctx.Err() != nil {
 		if e.stop == nil {
-			r := "interrupted (Ctrl-C or a signal)"
+			r := interruption(ctx)
 			e.stop = &r
 		}
 		return false, nil, nil
@@ -226,6 +265,9 @@ func (e *engine) verify(ctx context.Context) (bool, []string, error) {
 		e.say("base case passed")
 	} else {
 		e.say("base case failed: %s", oneLine(strings.Join(failures, "; "), 100))
+		if judges {
+			e.verifiedGen, e.verifyFails = e.gen, failures
+		}
 	}
 	return rep.Passed, failures, nil
 }
@@ -305,6 +347,8 @@ func (j *judge) Judge(ctx context.Context, item string, c *state.Check) (bool, s
 	defer cancel()
 	res, err := j.e.opts.Agent.Run(tctx, t)
 	j.e.addUsage(res.Usage, err)
+	j.e.event(journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Judge), OK: journal.Bool(err == nil && res.Passed), Reason: item,
+		Tokens: attemptUsage(res, err).InputTokens + attemptUsage(res, err).OutputTokens, CostUSD: attemptUsage(res, err).CostUSD})
 	if err != nil {
 		return false, "", err
 	}
@@ -335,6 +379,7 @@ func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
 	})
 	e.addUsage(res.Usage, err)
 	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Planner), OK: journal.Bool(err == nil), DurationMS: time.Since(start).Milliseconds()}
+	e.usageFields(&ev, taskResult{res: res, err: err})
 	if err != nil {
 		ev.Reason = err.Error()
 		e.event(ev)
@@ -347,18 +392,19 @@ func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
 	}
 }
 
-// endIteration evaluates progress: fewer unresolved atoms is progress; the
-// same count is a stall; more, because the graph was expanded, is tolerated
-// max_stall_count times in a row and then counts as a stall.
+// endIteration evaluates a sweep or a verification round: fewer unresolved
+// atoms than when it began is progress; the same count is a stall; more,
+// because the graph was expanded, is tolerated max_stall_count times in a
+// row and then counts as a stall.
 func (e *engine) endIteration() {
 	c := &e.s.Control
 	c.Iteration++
 	u := e.unresolvedCount()
-	prev := c.PrevPendingCount
+	prev := e.sweepStart
 	max := e.s.Objective.Constraints.MaxStallCount
 	kind := "progress"
 	switch {
-	case prev < 0 || u < prev:
+	case u < prev:
 		c.StallCount = 0
 		e.expands = 0
 	case u > prev && e.expanded:
@@ -376,9 +422,10 @@ func (e *engine) endIteration() {
 	c.PrevPendingCount = u
 	e.expanded = false
 	e.dirty = true
-	e.event(journal.Event{Type: journal.Iteration, Iteration: c.Iteration, Reason: kind, Data: map[string]any{"unresolved": u, "stall_count": c.StallCount}})
+	e.event(journal.Event{Type: journal.Iteration, Iteration: c.Iteration, Reason: kind, Data: map[string]any{"unresolved": u, "unresolved_before": prev, "stall_count": c.StallCount, "attempted": len(e.attempted)}})
 	if kind == "stall" {
 		e.event(journal.Event{Type: journal.Stall, Iteration: c.Iteration, Data: map[string]any{"stall_count": c.StallCount, "unresolved": u}})
+		e.say("iteration %d: no progress (stall %d of %d)", c.Iteration, c.StallCount, max)
 	}
 }
 
@@ -425,10 +472,10 @@ func (e *engine) killAll(why string) {
 
 func (e *engine) syncJournal() error { return e.jr.Sync() }
 
-// fileStamp identifies a version of the state file cheaply.
+// fileStamp identifies a version of the state file cheaply: the same file
+// (inode), size and modification time.
 type fileStamp struct {
-	size int64
-	mod  time.Time
+	fi os.FileInfo
 }
 
 func stampOf(path string) fileStamp {
@@ -436,26 +483,39 @@ func stampOf(path string) fileStamp {
 	if err != nil {
 		return fileStamp{}
 	}
-	return fileStamp{size: fi.Size(), mod: fi.ModTime()}
+	return fileStamp{fi: fi}
+}
+
+func (a fileStamp) equal(b fileStamp) bool {
+	if a.fi == nil || b.fi == nil {
+		return a.fi == nil && b.fi == nil
+	}
+	return os.SameFile(a.fi, b.fi) && a.fi.Size() == b.fi.Size() && a.fi.ModTime().Equal(b.fi.ModTime())
 }
 
 // flush syncs the journal, then writes the in-memory state to the file under
 // the store's lock. A stop requested in the file meanwhile is kept and
 // honoured.
 func (e *engine) flush() error {
+	if !stampOf(e.opts.StateFile).equal(e.stamp) {
+		if err := e.external(); err != nil {
+			return err
+		}
+	}
 	if !e.dirty {
 		return nil
 	}
 	if err := e.jr.Sync(); err != nil {
 		return err
 	}
+	written := state.Clone(e.s)
 	_, err := e.store.UpdateBatch(func(fs *state.State) error {
 		if fs.Control.StopRequested && e.stop == nil {
 			r := nonBlank(deref(fs.Control.StopReason), "aot stop")
 			e.stop = &r
 		}
 		stopReq, stopReason := fs.Control.StopRequested, fs.Control.StopReason
-		state.CopyInto(fs, state.Clone(e.s))
+		state.CopyInto(fs, state.Clone(written))
 		if stopReq && e.s.Control.Status == state.ControlRunning {
 			fs.Control.StopRequested = true
 			fs.Control.StopReason = stopReason
@@ -466,21 +526,19 @@ func (e *engine) flush() error {
 		return fmt.Errorf("write state: %w", err)
 	}
 	e.stamp = stampOf(e.opts.StateFile)
+	e.lastWritten = written
 	e.dirty = false
 	e.lastFlush = e.now()
-	e.event(journal.Event{Type: journal.Checkpoint})
+	e.event(journal.Event{Type: journal.Checkpoint, Data: e.checkpointData()})
 	return nil
 }
 
 // poll looks for a stop in the state file and for redirect requests.
 func (e *engine) poll(ctx context.Context) error {
-	if st := stampOf(e.opts.StateFile); st != e.stamp {
-		s, err := e.store.Read()
-		if err == nil && s.Control.StopRequested && e.stop == nil {
-			r := nonBlank(deref(s.Control.StopReason), "aot stop")
-			e.stop = &r
+	if !stampOf(e.opts.StateFile).equal(e.stamp) {
+		if err := e.external(); err != nil {
+			return err
 		}
-		e.stamp = st
 	}
 	reqs, err := pendingRequests(e.opts.StateFile)
 	if err != nil {
@@ -494,37 +552,6 @@ func (e *engine) poll(ctx context.Context) error {
 		e.redirect(r)
 	}
 	return nil
-}
-
-// redirect applies a correction: running agents are killed and their
-// results discarded, the change is applied, the loop goes on.
-func (e *engine) redirect(r request) {
-	e.killAll("redirect: " + r.change.Reason)
-	err := Apply(e.s, r.change, e.now())
-	ev := journal.Event{Type: journal.Redirect, OK: journal.Bool(err == nil), Reason: r.change.Reason}
-	if err != nil {
-		ev.Data = map[string]any{"error": err.Error()}
-	} else {
-		// The graph changed under the strategies: start them afresh.
-		e.next = map[string]agent.Role{}
-		e.planned = map[string]bool{}
-		e.s.Control.StallCount = 0
-		e.reshape = true
-		e.s.Control.PrevPendingCount = e.unresolvedCount()
-		e.expands = 0
-	}
-	e.event(ev)
-	e.structural()
-	ferr := e.flush()
-	if err == nil {
-		err = ferr
-	}
-	answer(r, err)
-	if err != nil {
-		e.say("redirect refused: %v", err)
-		return
-	}
-	e.say("redirected: %s", r.change.Reason)
 }
 
 // finish kills what still runs, records the stop in the state and the
@@ -560,6 +587,10 @@ func (e *engine) finish(out *Outcome) error {
 	return nil
 }
 
+// replayedReason marks a finish copied from before a crash: its usage was
+// already counted.
+const replayedReason = "replayed from the journal after a crash"
+
 // replay re-applies worker results that reached the journal but not the
 // state file before a crash: every successful worker finish after the last
 // checkpoint whose atom is not resolved yet. It returns how many it applied.
@@ -588,7 +619,7 @@ func (e *engine) replay() int {
 		}
 		a.Status = state.StatusResolved
 		_ = dag.Bind(e.s, a.ID, nonBlank(summary, "resolved by the worker"), arts)
-		e.event(journal.Event{Type: journal.AtomFinish, Atom: a.ID, Role: ev.Role, OK: journal.Bool(true), Reason: "replayed from the journal after a crash", Data: ev.Data})
+		e.event(journal.Event{Type: journal.AtomFinish, Atom: a.ID, Role: ev.Role, OK: journal.Bool(true), Reason: replayedReason, Data: ev.Data})
 		n++
 	}
 	if n > 0 {

@@ -23,9 +23,27 @@ const Dir = "aot-loop"
 // FileName is the journal's file name inside Dir.
 const FileName = "events.ndjson"
 
-// PathFor returns the journal path for a state file.
+// Modes of what aot creates in Dir: the journal, the agents' logs and the
+// run lock are the project's history and may hold secrets an agent printed,
+// so other users are kept out.
+const (
+	DirMode  os.FileMode = 0o700 // Dir and the folders in it
+	FileMode os.FileMode = 0o600 // the files in them
+)
+
+// DirFor returns the aot-loop folder of a state file: beside the real file,
+// symbolic links resolved, so that every path to one state file finds the
+// same journal and run lock.
+func DirFor(stateFile string) string {
+	if real, err := filepath.EvalSymlinks(stateFile); err == nil {
+		stateFile = real
+	}
+	return filepath.Join(filepath.Dir(stateFile), Dir)
+}
+
+// PathFor returns the journal path for a state file (in DirFor).
 func PathFor(stateFile string) string {
-	return filepath.Join(filepath.Dir(stateFile), Dir, FileName)
+	return filepath.Join(DirFor(stateFile), FileName)
 }
 
 // Event types.
@@ -46,7 +64,13 @@ const (
 	Stall       = "stall"
 	Redirect    = "redirect"
 	Stop        = "stop"
-	Checkpoint  = "checkpoint" // the state file holds everything before this line
+	Checkpoint  = "checkpoint"  // the state file holds everything before this line
+	Backoff     = "backoff"     // a failed atom waits before its next step
+	Parked      = "atom_parked" // an atom used up max_attempts_per_atom
+	QuotaWait   = "quota_wait"  // the agent's quota is spent until a given time
+	QuotaResume = "quota_resume"
+	Process     = "agent_process" // an attempt's process tree, killed by a resuming engine if it outlived its engine
+	HandEdit    = "hand_edit"     // the state file was changed behind the engine's back
 )
 
 // Event is one line of the journal. Fields that do not apply are left out.
@@ -77,14 +101,16 @@ type Journal struct {
 	now   func() time.Time
 }
 
-// Open opens (creating it and its directory if needed) the journal at path
-// for appending. A torn last line left by a crash (an event that was never
-// synced) is cut off, so the file stays a sequence of whole lines.
+// Open opens (creating it and its directory if needed, with FileMode and
+// DirMode) the journal at path for appending. The caller has checked the
+// state file (runlock.Acquire does) before asking for its journal. A torn
+// last line left by a crash (an event that was never synced) is cut off, so
+// the file stays a sequence of whole lines.
 func Open(path string) (*Journal, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), DirMode); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -259,4 +285,62 @@ func ReadSinceCheckpoint(path string) ([]Event, error) {
 		}
 	}
 	return decode(tail, path)
+}
+
+// ReadFromCheckpoint returns the last checkpoint (nil when there is none) and
+// the complete events after it: what a resuming engine needs to know of the
+// run before it.
+func ReadFromCheckpoint(path string) (*Event, []Event, error) {
+	after, err := ReadSinceCheckpoint(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err := lastCheckpoint(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cp, after, nil
+}
+
+// lastCheckpoint finds the last checkpoint line, reading backwards.
+func lastCheckpoint(path string) (*Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	marker := []byte(`"type":"` + Checkpoint + `"`)
+	var tail []byte
+	pos := fi.Size()
+	chunk := make([]byte, 64<<10)
+	for pos > 0 {
+		n := min(int64(len(chunk)), pos)
+		pos -= n
+		if _, err := f.ReadAt(chunk[:n], pos); err != nil && err != io.EOF {
+			return nil, err
+		}
+		tail = append(append([]byte(nil), chunk[:n]...), tail...)
+		i := bytes.LastIndex(tail, marker)
+		if i < 0 {
+			continue
+		}
+		start := bytes.LastIndexByte(tail[:i], '\n')
+		if start < 0 && pos > 0 {
+			continue // the line starts in a chunk not read yet
+		}
+		end := bytes.IndexByte(tail[i:], '\n')
+		if end < 0 {
+			return nil, nil // a torn checkpoint
+		}
+		var e Event
+		if err := json.Unmarshal(tail[start+1:i+end], &e); err != nil {
+			return nil, fmt.Errorf("%s: checkpoint: %w", path, err)
+		}
+		return &e, nil
+	}
+	return nil, nil
 }

@@ -9,6 +9,7 @@ import (
 
 var shell = []string{"/bin/sh", "-c"}
 
+// setGroup makes cmd lead its own process group.
 func setGroup(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -16,13 +17,19 @@ func setGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Setpgid = true
 }
 
-func killGroup(cmd *exec.Cmd) error {
-	if cmd.Process == nil {
+// groupOK reports whether pgid may be signalled as a group: never all
+// processes (-1), never our own group.
+func groupOK(pgid int) bool {
+	return pgid > 1 && pgid != syscall.Getpgrp()
+}
+
+// killGroup sends SIGKILL to the process group pgid.
+func killGroup(pgid int) error {
+	if !groupOK(pgid) {
 		return nil
 	}
-	// A negative pid signals the whole group the child leads.
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		return cmd.Process.Kill()
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+		return err
 	}
 	return nil
 }

@@ -2,16 +2,49 @@
 
 package proc
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 var shell = []string{"cmd", "/C"}
 
-func setGroup(cmd *exec.Cmd) {}
+func setAttrs(cmd *exec.Cmd) {}
 
-// killGroup kills the child; without job objects its descendants may survive.
-func killGroup(cmd *exec.Cmd) error {
-	if cmd.Process == nil {
+func becomeSubreaper() {}
+
+// killTree kills the shell process only; without job objects its
+// descendants may survive.
+func killTree(t Tree, sh *os.Process) error {
+	if sh != nil {
+		// Our own child: its handle is safe even if the pid was reused.
+		if err := sh.Kill(); err != nil && err != os.ErrProcessDone {
+			return err
+		}
 		return nil
 	}
-	return cmd.Process.Kill()
+	if t.PGID <= 0 {
+		return nil
+	}
+	p, err := os.FindProcess(t.PGID)
+	if err != nil {
+		return nil // already gone
+	}
+	defer p.Release()
+	if err := p.Kill(); err != nil && err != os.ErrProcessDone {
+		return err
+	}
+	return nil
+}
+
+func alive(t Tree) bool {
+	if t.PGID <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(t.PGID)
+	if err != nil {
+		return false
+	}
+	p.Release()
+	return true
 }

@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// The state file is never lost. The engine holds the whole state in memory,
+// and notices a change made behind its back (a person's editor, an agent,
+// aot stop) before it writes again:
+//   - a valid change is taken as a redirect: it stops only what it
+//     invalidates, and the engine's own progress since its last write is
+//     kept where the person did not touch the same part;
+//   - an invalid or unreadable change is refused: the person's version is
+//     kept beside the file (NAME.rejected-TIME), the engine's is written
+//     back, and the journal and progress say so;
+//   - a deleted or emptied file is written back from memory.
+
+// external handles a state file that changed since the engine's last write.
+func (e *engine) external() error {
+	e.stamp = stampOf(e.opts.StateFile)
+	path := e.opts.StateFile
+	fs, err := e.store.Read()
+	switch {
+	case errors.Is(err, state.ErrNotExist):
+		return e.restore("the state file was deleted behind the engine's back; written back from memory", nil)
+	case err != nil:
+		data, _ := os.ReadFile(path)
+		if len(data) == 0 {
+			return e.restore("the state file was emptied behind the engine's back; written back from memory", nil)
+		}
+		return e.restore(fmt.Sprintf("the state file was changed behind the engine's back and cannot be read (%v)", err), data)
+	}
+	if fs.Control.StopRequested && e.stop == nil {
+		r := nonBlank(deref(fs.Control.StopReason), "aot stop")
+		e.stop = &r
+	}
+	if e.lastWritten == nil || sameContent(e.lastWritten, fs) {
+		return nil // only control changed: a stop request, handled above
+	}
+	if r := state.Validate(fs); !r.Valid() {
+		data, _ := os.ReadFile(path)
+		return e.restore(fmt.Sprintf("the state file was edited behind the engine's back into an invalid state (%s)", r.Errors[0]), data)
+	}
+	next := e.merge(fs)
+	if r := state.Validate(next); !r.Valid() {
+		data, _ := os.ReadFile(path)
+		return e.restore(fmt.Sprintf("the hand edit of the state file conflicts with the loop's progress (%s)", r.Errors[0]), data)
+	}
+	typ := "dag_adjustment"
+	if all, _ := invalidated(e.s, next, e.ix); all {
+		typ = "objective_change"
+	}
+	next.Corrections = append(next.Corrections, state.Correction{Timestamp: e.now().Format(time.RFC3339), Type: typ,
+		Description: "the state file was edited by hand while the loop ran; taken as a redirect"})
+	stopped := e.adopt(next, "hand edit of the state file")
+	e.event(journal.Event{Type: journal.HandEdit, OK: journal.Bool(true), Reason: "the state file was edited by hand; taken as a redirect", Data: map[string]any{"stopped": stopped}})
+	e.say("the state file was edited by hand: taken as a redirect (agents stopped: %d)", len(stopped))
+	e.dirty = true
+	return nil
+}
+
+// restore writes the engine's state back, keeping the person's version (if
+// any) beside the file.
+func (e *engine) restore(why string, theirs []byte) error {
+	ev := journal.Event{Type: journal.HandEdit, OK: journal.Bool(false), Reason: why}
+	if len(theirs) > 0 {
+		kept := fmt.Sprintf("%s.rejected-%s", e.opts.StateFile, e.now().UTC().Format("20060102T150405.000Z"))
+		if err := os.WriteFile(kept, theirs, 0o600); err == nil {
+			ev.Data = map[string]any{"kept": kept}
+			why += "; your version is kept in " + kept
+		}
+	}
+	e.event(ev)
+	e.say("%s", why)
+	if err := e.jr.Sync(); err != nil {
+		return err
+	}
+	if err := e.store.Create(state.Clone(e.s), true); err != nil {
+		return fmt.Errorf("write the state back: %w", err)
+	}
+	e.stamp = stampOf(e.opts.StateFile)
+	e.lastWritten = state.Clone(e.s)
+	e.dirty = false
+	e.lastFlush = e.now()
+	return nil
+}
+
+// sameContent reports whether two states differ only in control fields.
+func sameContent(a, b *state.State) bool {
+	x, y := state.Clone(a), state.Clone(b)
+	x.Control, y.Control = state.Control{}, state.Control{}
+	return string(state.Marshal(x)) == string(state.Marshal(y))
+}
+
+// merge is the person's version fs with the engine's progress since its
+// last write, wherever the person left that part as the engine wrote it.
+func (e *engine) merge(fs *state.State) *state.State {
+	lw := e.lastWritten
+	next := state.Clone(fs)
+	next.Control = e.s.Control
+	next.Control.StopRequested, next.Control.StopReason = fs.Control.StopRequested, fs.Control.StopReason
+	for i := range e.s.Atoms {
+		ours := &e.s.Atoms[i]
+		was, theirs := lw.Atom(ours.ID), next.Atom(ours.ID)
+		switch {
+		case theirs == nil && was == nil:
+			// Added by the engine since its last write (a planner).
+			next.Atoms = append(next.Atoms, *ours)
+		case theirs == nil || was == nil:
+			// Removed by the person.
+		case theirs.Status == was.Status && theirs.Attempts == was.Attempts && theirs.LastFailure == was.LastFailure:
+			theirs.Status, theirs.Attempts, theirs.LastFailure = ours.Status, ours.Attempts, ours.LastFailure
+		}
+	}
+	for _, b := range e.s.Bindings {
+		was, theirs := lw.Binding(b.AtomID), next.Binding(b.AtomID)
+		if next.Atom(b.AtomID) == nil {
+			continue
+		}
+		switch {
+		case was == nil && theirs == nil:
+			next.Bindings = append(next.Bindings, b)
+		case was != nil && theirs != nil && sameBinding(*was, *theirs):
+			*theirs = b
+		}
+	}
+	for _, g := range e.s.ORGroups {
+		was, theirs := lw.ORGroup(g.Name), next.ORGroup(g.Name)
+		if was != nil && theirs != nil && sameGroup(*was, *theirs) {
+			*theirs = g
+		}
+	}
+	if sameJSON(lw.Decompositions, fs.Decompositions) {
+		next.Decompositions = e.s.Decompositions
+	}
+	if sameJSON(lw.Trail, fs.Trail) {
+		next.Trail = e.s.Trail
+	}
+	return next
+}
+
+func sameBinding(a, b state.Binding) bool {
+	a.Line, b.Line = 0, 0
+	return sameJSON(a, b)
+}
+
+func sameGroup(a, b state.ORGroup) bool {
+	a.Line, b.Line = 0, 0
+	return sameJSON(a, b)
+}

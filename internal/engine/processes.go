@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/proc"
+)
+
+// Agents die with their attempt (package proc) and, where the platform
+// allows, with the engine. What survives a crashed engine (a grandchild
+// that left the process group, an agent on a platform without parent-death
+// signals) is recorded here: every attempt's process tree goes to the
+// journal when it starts, the trees still in flight go into every
+// checkpoint, and a resuming engine kills them all before it runs anything.
+
+// treeSet holds the process trees of the attempts in flight. The agents'
+// goroutines add to it; the loop reads it for checkpoints.
+type treeSet struct {
+	mu    sync.Mutex
+	trees map[int]proc.Tree // task id -> tree
+}
+
+func (ts *treeSet) add(id int, t proc.Tree) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.trees == nil {
+		ts.trees = map[int]proc.Tree{}
+	}
+	ts.trees[id] = t
+}
+
+func (ts *treeSet) remove(id int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.trees, id)
+}
+
+func (ts *treeSet) list() []proc.Tree {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	out := make([]proc.Tree, 0, len(ts.trees))
+	for _, t := range ts.trees {
+		out = append(out, t)
+	}
+	return out
+}
+
+// started records an attempt's process tree: in memory for checkpoints, and
+// in the journal at once (synced), so that even a crash right after the
+// start leaves a trace to clean up.
+func (e *engine) started(id int, atom string, attempt int, t proc.Tree) {
+	e.trees.add(id, t)
+	_ = e.jr.Append(journal.Event{Type: journal.Process, Atom: atom, Attempt: attempt, Data: map[string]any{"tree": t}})
+	_ = e.jr.Sync()
+}
+
+func (e *engine) liveTrees() []proc.Tree { return e.trees.list() }
+
+// killSurvivors kills the process trees that a previous engine left: those
+// in its last checkpoint and those started after it.
+func (e *engine) killSurvivors() {
+	cp, after, err := journal.ReadFromCheckpoint(journal.PathFor(e.opts.StateFile))
+	if err != nil {
+		return
+	}
+	var trees []proc.Tree
+	if cp != nil {
+		trees = append(trees, treesOf(cp.Data["processes"])...)
+	}
+	for _, ev := range after {
+		if ev.Type == journal.Process {
+			trees = append(trees, treesOf([]any{ev.Data["tree"]})...)
+		}
+	}
+	killed := 0
+	for _, t := range trees {
+		if t.IsZero() {
+			continue
+		}
+		if proc.Alive(t) {
+			killed++
+		}
+		_ = proc.KillTree(t)
+	}
+	if killed > 0 {
+		e.event(journal.Event{Type: journal.AtomReset, Reason: "killed agents left running by the previous engine", Data: map[string]any{"process_trees": killed}})
+		e.say("killed %d agent process trees left by the previous engine", killed)
+	}
+}
+
+// treesOf decodes journaled trees.
+func treesOf(v any) []proc.Tree {
+	list, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	var out []proc.Tree
+	for _, x := range list {
+		data, err := json.Marshal(x)
+		if err != nil {
+			continue
+		}
+		var t proc.Tree
+		if json.Unmarshal(data, &t) == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// A sweep is the loop's unit of progress: it ends when every executable atom
+// has had a finished worker attempt since the sweep began (atoms that become
+// executable during the sweep join it). An iteration is a sweep, or a
+// verification round when no atom is left. A sweep that ends with fewer
+// unresolved atoms than it began with is progress; the same count is a
+// stall. So a stall means the whole loop moved nothing, never that one atom
+// failed while others were still being tried, and a stall stop waits for the
+// agents still running (draining).
+
+// newSweep starts a sweep: every atom that is executable now (ready,
+// running, or waiting out a backoff) must get an attempt before it ends.
+func (e *engine) newSweep() {
+	e.attempted = map[string]bool{}
+	e.unattempted = map[string]bool{}
+	e.sweepStart = e.unresolvedCount()
+	e.recountSweep()
+}
+
+// recountSweep recomputes the atoms the sweep still waits for, after the
+// graph's shape changed.
+func (e *engine) recountSweep() {
+	if e.attempted == nil {
+		return
+	}
+	un := map[string]bool{}
+	add := func(id string) {
+		if !e.attempted[id] {
+			un[id] = true
+		}
+	}
+	for id := range e.ready {
+		add(id)
+	}
+	for id := range e.waiting {
+		add(id)
+	}
+	for _, t := range e.tasks {
+		if !t.discarded {
+			if a := e.ix.Atom(t.atom); a != nil && a.Status != state.StatusResolved {
+				add(t.atom)
+			}
+		}
+	}
+	e.unattempted = un
+}
+
+// attemptDone records a finished worker attempt (or a resolution) of id.
+func (e *engine) attemptDone(id string) {
+	e.attempted[id] = true
+	delete(e.unattempted, id)
+}
+
+// checkSweep ends the sweep when no executable atom is left untried.
+func (e *engine) checkSweep() {
+	if len(e.unattempted) > 0 || len(e.attempted) == 0 {
+		return
+	}
+	e.endIteration()
+	e.newSweep()
+}
+
+// runningWorkers counts the worker attempts in flight.
+func (e *engine) runningWorkers() int {
+	n := 0
+	for _, t := range e.tasks {
+		if !t.discarded {
+			n++
+		}
+	}
+	return n
+}
+
+// backoff makes a failed atom wait before its next step: other executable
+// atoms get the slots meanwhile. The wait doubles with each failure up to
+// MaxBackoff.
+func (e *engine) backoff(a *state.Atom) {
+	d := e.opts.RetryBackoff
+	for i := 1; i < a.Attempts && d < e.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, e.opts.MaxBackoff)
+	until := e.now().Add(d)
+	e.waiting[a.ID] = until
+	delete(e.ready, a.ID)
+	e.event(journal.Event{Type: journal.Backoff, Atom: a.ID, Attempt: a.Attempts, DurationMS: d.Milliseconds(), Data: map[string]any{"until": until.Format(time.RFC3339Nano)}})
+}
+
+// release makes the atoms whose backoff has ended ready again.
+func (e *engine) release() {
+	e.quotaResumed()
+	if len(e.waiting) == 0 {
+		return
+	}
+	now := e.now()
+	for id, until := range e.waiting {
+		if now.Before(until) {
+			continue
+		}
+		delete(e.waiting, id)
+		if _, running := e.busy[id]; !running && e.ix.Ready(id) {
+			e.markReady(id)
+		}
+	}
+}
+
+// waitingForTime reports whether the loop has nothing to run now but will
+// have: an atom waits out its backoff, or the agent's quota resets.
+func (e *engine) waitingForTime() bool {
+	return len(e.waiting) > 0 || e.now().Before(e.quotaUntil)
+}
+
+// parked reports whether an atom has used up max_attempts_per_atom: it is
+// not tried again in this run, the rest of the graph goes on, and the loop
+// stops on max_attempts when nothing else can run (after checking the base
+// case).
+func (e *engine) parked(a *state.Atom) bool {
+	return a.Status == state.StatusPending && a.Attempts >= e.maxAttempts() && e.ix.Live(a.ID)
+}
+
+// parkedMessage names the atoms out of attempts, or "" when there are none.
+func (e *engine) parkedMessage() string {
+	var parts []string
+	for i := range e.s.Atoms {
+		a := &e.s.Atoms[i]
+		if e.parked(a) {
+			parts = append(parts, fmt.Sprintf("%s failed %d times (last: %s)", a.ID, a.Attempts, oneLine(a.LastFailure, 200)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("max_attempts: %s; raise max_attempts_per_atom (%d) with aot redirect --reason R --max-attempts N, or change the atom with aot redirect", joinSemi(parts), e.maxAttempts())
+}
+
+func joinSemi(parts []string) string {
+	out := ""
+	for i, p := range parts {
+		if i > 0 {
+			out += "; "
+		}
+		out += p
+	}
+	return out
+}
+
+// exhaustedGroup returns an OR group whose choices have all failed, if any.
+func exhaustedGroup(s *state.State) string {
+	for i := range s.ORGroups {
+		g := &s.ORGroups[i]
+		if len(g.Choices) == 0 {
+			continue
+		}
+		all := true
+		for _, c := range g.Choices {
+			if !slices.Contains(g.Failed, c) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return g.Name
+		}
+	}
+	return ""
+}
+
+// workerRole reports whether a finished task was a worker attempt.
+func workerRole(r agent.Role) bool { return r == agent.Worker }
