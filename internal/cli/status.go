@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -59,19 +60,33 @@ type statusAtomsDoc struct {
 type statusUsageDoc struct {
 	Tokens  int64   `json:"tokens"`
 	CostUSD float64 `json:"cost_usd"`
+	// Unknown counts attempts whose usage nobody reported: the totals are a
+	// lower bound when it is not 0.
+	Unknown int `json:"unknown_attempts"`
+	// Atoms is the spend per atom, all attempts and roles together.
+	Atoms map[string]atomSpendDoc `json:"atoms"`
+}
+
+type atomSpendDoc struct {
+	Attempts int     `json:"attempts"`
+	Tokens   int64   `json:"tokens"`
+	CostUSD  float64 `json:"cost_usd"`
 }
 
 type statusDoc struct {
-	Goal          string          `json:"goal"`
-	Status        string          `json:"status"`
-	StopReason    *string         `json:"stop_reason"`
-	EngineRunning bool            `json:"engine_running"`
-	EnginePID     int             `json:"engine_pid,omitempty"`
-	Iteration     int             `json:"iteration"`
-	StallCount    int             `json:"stall_count"`
-	Atoms         statusAtomsDoc  `json:"atoms"`
-	Usage         statusUsageDoc  `json:"usage"`
-	RecentEvents  []journal.Event `json:"recent_events"`
+	Goal          string         `json:"goal"`
+	Status        string         `json:"status"`
+	StopReason    *string        `json:"stop_reason"`
+	EngineRunning bool           `json:"engine_running"`
+	EnginePID     int            `json:"engine_pid,omitempty"`
+	Iteration     int            `json:"iteration"`
+	StallCount    int            `json:"stall_count"`
+	Atoms         statusAtomsDoc `json:"atoms"`
+	Usage         statusUsageDoc `json:"usage"`
+	// QuotaWaitUntil is set while the loop waits for the agent's quota to
+	// reset (RFC 3339).
+	QuotaWaitUntil string          `json:"quota_wait_until,omitempty"`
+	RecentEvents   []journal.Event `json:"recent_events"`
 }
 
 func statusRun(opts *statusOptions) error {
@@ -101,9 +116,27 @@ func statusRun(opts *statusOptions) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	doc.Usage.Atoms = map[string]atomSpendDoc{}
 	for _, ev := range events {
 		doc.Usage.Tokens += ev.Tokens
 		doc.Usage.CostUSD += ev.CostUSD
+		switch ev.Type {
+		case journal.AtomFinish:
+			if unknown, _ := ev.Data["usage_unknown"].(bool); unknown {
+				doc.Usage.Unknown++
+			}
+			if ev.Atom != "" {
+				a := doc.Usage.Atoms[ev.Atom]
+				a.Attempts++
+				a.Tokens += ev.Tokens
+				a.CostUSD += ev.CostUSD
+				doc.Usage.Atoms[ev.Atom] = a
+			}
+		case journal.QuotaWait:
+			doc.QuotaWaitUntil, _ = ev.Data["until"].(string)
+		case journal.QuotaResume, journal.Stop, journal.RunStart, journal.RunResume:
+			doc.QuotaWaitUntil = ""
+		}
 	}
 	var shown []journal.Event
 	for i := len(events) - 1; i >= 0 && len(shown) < opts.Events; i-- {
@@ -129,8 +162,18 @@ func statusRun(opts *statusOptions) error {
 	}
 	fmt.Fprintf(tw, "Progress\t%s %d/%d atoms resolved, %d unresolved\n", bar(doc.Atoms.Resolved, doc.Atoms.Total, 20), doc.Atoms.Resolved, doc.Atoms.Total, doc.Atoms.Unresolved)
 	fmt.Fprintf(tw, "Running\t%s\n", orDash(strings.Join(doc.Atoms.InProgress, ", ")))
-	if doc.Usage.Tokens > 0 || doc.Usage.CostUSD > 0 {
-		fmt.Fprintf(tw, "Spent\t%d tokens, $%.4f\n", doc.Usage.Tokens, doc.Usage.CostUSD)
+	if doc.QuotaWaitUntil != "" {
+		fmt.Fprintf(tw, "Waiting\tfor the agent's usage limit to reset at %s; the loop goes on by itself (aot stop ends it)\n", doc.QuotaWaitUntil)
+	}
+	if doc.Usage.Tokens > 0 || doc.Usage.CostUSD > 0 || doc.Usage.Unknown > 0 {
+		spent := fmt.Sprintf("%d tokens, $%.4f", doc.Usage.Tokens, doc.Usage.CostUSD)
+		if doc.Usage.Unknown > 0 {
+			spent += fmt.Sprintf(" (at least: %d attempts reported no usage)", doc.Usage.Unknown)
+		}
+		fmt.Fprintf(tw, "Spent\t%s\n", spent)
+		if top := topSpenders(doc.Usage.Atoms, 3); top != "" {
+			fmt.Fprintf(tw, "Most spent on\t%s\n", top)
+		}
 	}
 	_ = tw.Flush()
 	if len(shown) > 0 {
@@ -142,6 +185,32 @@ func statusRun(opts *statusOptions) error {
 		_ = tw.Flush()
 	}
 	return nil
+}
+
+// topSpenders names the atoms that cost the most.
+func topSpenders(atoms map[string]atomSpendDoc, n int) string {
+	ids := make([]string, 0, len(atoms))
+	for id, a := range atoms {
+		if a.CostUSD > 0 || a.Tokens > 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		a, b := atoms[ids[i]], atoms[ids[j]]
+		if a.CostUSD != b.CostUSD {
+			return a.CostUSD > b.CostUSD
+		}
+		if a.Tokens != b.Tokens {
+			return a.Tokens > b.Tokens
+		}
+		return ids[i] < ids[j]
+	})
+	var parts []string
+	for _, id := range ids[:min(n, len(ids))] {
+		a := atoms[id]
+		parts = append(parts, fmt.Sprintf("%s $%.4f, %d tokens, %d runs", id, a.CostUSD, a.Tokens, a.Attempts))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func bar(done, total, width int) string {
