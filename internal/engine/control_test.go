@@ -122,7 +122,9 @@ func TestAHandEditDuringARunIsTakenAsARedirect(t *testing.T) {
 	waitFile(t, dir, "started-A.1")
 	waitFile(t, dir, "started-B.1")
 	// A person changes the goal in an editor: every agent restarts on the new goal.
-	edit(t, path, func(text string) string { return regexp.MustCompile(`(?m)^(\s*goal:).*$`).ReplaceAllString(text, "${1} a better goal") })
+	edit(t, path, func(text string) string {
+		return regexp.MustCompile(`(?m)^(\s*goal:).*$`).ReplaceAllString(text, "${1} a better goal")
+	})
 	waitEvent(t, path, journal.HandEdit, 1)
 	// An agent empties the state file: it is written back from memory.
 	if err := os.WriteFile(path, nil, 0o644); err != nil {

@@ -3,11 +3,15 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,7 +40,11 @@ func TestEngineHelperProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("runs only as the child of TestKillNineAnywhereResumes")
 	}
-	_, _ = Run(context.Background(), Options{StateFile: path, Agent: slowish{}, FlushInterval: 20 * time.Millisecond})
+	var a agent.Agent = slowish{}
+	if c := os.Getenv(crashEnv + "_AGENT"); c != "" {
+		a = &agent.Exec{Command: c}
+	}
+	_, _ = Run(context.Background(), Options{StateFile: path, Agent: a, FlushInterval: 20 * time.Millisecond})
 	os.Exit(0)
 }
 
@@ -65,13 +73,28 @@ func TestKillNineAnywhereResumes(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(time.Duration(30+r.IntN(120)) * time.Millisecond):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			kills++
+		// Kill at a point the engine has reached, never after a wall-clock
+		// delay: once it has written n more journal lines (its start, agent
+		// starts and finishes, checkpoints), so a slow machine is killed as
+		// far into the run as a fast one.
+		base := journalLines(path)
+		n := 1 + r.IntN(60)
+		tick := time.NewTicker(time.Millisecond)
+	wait:
+		for {
+			select {
+			case <-done:
+				break wait
+			case <-tick.C:
+				if journalLines(path) >= base+n {
+					_ = cmd.Process.Signal(syscall.SIGKILL)
+					<-done
+					kills++
+					break wait
+				}
+			}
 		}
+		tick.Stop()
 		got, err := state.NewStore(path).Read()
 		if err != nil {
 			t.Fatalf("round %d: the state file does not read after a kill: %v", round, err)
@@ -112,4 +135,105 @@ func TestKillNineAnywhereResumes(t *testing.T) {
 		t.Fatalf("the engine was killed only %d times: the test proves little", kills)
 	}
 	t.Logf("completed after %d kills", kills)
+}
+
+// journalLines counts the journal's complete lines.
+func journalLines(stateFile string) int {
+	data, err := os.ReadFile(journal.PathFor(stateFile))
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(data, []byte("\n"))
+}
+
+// TestAResumedEngineKillsTheAgentsOfTheCrashedOne: kill -9 of the engine
+// must not leave its agents (and their background children) running beside
+// the next engine's.
+func TestAResumedEngineKillsTheAgentsOfTheCrashedOne(t *testing.T) {
+	path, dir, _ := scriptProject(t, []string{"A", "B", "C"}, "test -f A.ok && test -f B.ok && test -f C.ok", nil)
+	// Each agent leaves a background child (as agents start dev servers),
+	// records both pids, and hangs.
+	script := filepath.Join(dir, "hang.sh")
+	if err := os.WriteFile(script, []byte(`sleep 1000 & echo $! >> pids; echo $$ >> pids; sleep 1000`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEngineHelperProcess$")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path, crashEnv+"_AGENT=sh "+script)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for countEvents(path, journal.Process) < 3 || len(pidsIn(t, dir)) < 6 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the agents did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	pids := pidsIn(t, dir)
+	t.Cleanup(func() {
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	// The resumed engine: its agent first checks that nothing of the old
+	// engine's runs anymore.
+	check := filepath.Join(dir, "check.sh")
+	if err := os.WriteFile(check, []byte(`for p in $(cat pids); do if kill -0 $p 2>/dev/null && ! grep -q zombie /proc/$p/status 2>/dev/null && [ "$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null)" != Z ]; then echo "alive $p" >> survivors; fi; done
+touch "$AOT_ATOM_ID.ok"; echo '{"success": true}'`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := runEngine(t, path, &agent.Exec{Command: "sh " + check}, nil)
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "survivors")); err == nil {
+		t.Fatalf("the old engine's agents still ran beside the new one:\n%s", data)
+	}
+	for _, p := range pids {
+		if processAlive(p) {
+			t.Fatalf("process %d of the crashed engine is still alive", p)
+		}
+	}
+}
+
+func pidsIn(t *testing.T, dir string) []int {
+	t.Helper()
+	data, _ := os.ReadFile(filepath.Join(dir, "pids"))
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// processAlive reports whether pid runs (a zombie is not alive).
+func processAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc: trust kill -0
+	}
+	if i := bytes.LastIndexByte(data, ')'); i >= 0 && i+2 < len(data) {
+		return data[i+2] != 'Z'
+	}
+	return true
+}
+
+func countEvents(path, typ string) int {
+	all, _ := journal.Read(journal.PathFor(path))
+	n := 0
+	for _, e := range all {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
 }
