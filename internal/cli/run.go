@@ -30,6 +30,7 @@ type runOptions struct {
 	MaxIterations int
 	AgentTimeout  time.Duration
 	Verbose       bool
+	NoWait        bool
 }
 
 const runLong = `Run the loop until it halts: check that the state may start (a clear list
@@ -101,19 +102,22 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "iteration bound for this run (default: constraints.max_iterations)")
 	f.StringVar(&timeout, "agent-timeout", "", "deadline of one agent attempt (default 30m)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "print progress lines even when stdout is not a terminal")
+	f.BoolVar(&opts.NoWait, "no-wait", false, "stop on a usage-limit answer (exit 10) instead of waiting for the quota's reset time")
 	return cmd
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
-	logDir := filepath.Join(filepath.Dir(opts.Global.StateFile), journal.Dir, "logs")
+	// The logs go beside the journal, in the real state file's folder; the
+	// engine checks the state file before any agent runs.
+	logDir := filepath.Join(journal.DirFor(opts.Global.StateFile), "logs")
 	ex := &agent.Exec{Command: opts.AgentCommand, Log: func(t agent.Task) (io.WriteCloser, error) {
-		if err := os.MkdirAll(logDir, 0o755); err != nil {
+		if err := os.MkdirAll(logDir, journal.DirMode); err != nil {
 			return nil, err
 		}
 		name := fmt.Sprintf("%s-%s-%d.log", safeName(t.Atom.ID), t.Role, t.Attempt)
-		return os.OpenFile(filepath.Join(logDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		return os.OpenFile(filepath.Join(logDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, journal.FileMode)
 	}}
 	eo := engine.Options{
 		StateFile:     opts.Global.StateFile,
@@ -121,6 +125,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		MaxParallel:   opts.MaxParallel,
 		MaxIterations: opts.MaxIterations,
 		AgentTimeout:  opts.AgentTimeout,
+		NoWait:        opts.NoWait,
 	}
 	if (opts.IO.tty || opts.Verbose) && !opts.Global.JSON {
 		eo.Progress = opts.IO.Out
@@ -151,6 +156,43 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return reported(out.ExitCode)
 	}
 	return nil
+}
+
+// signalContext is cancelled by Ctrl-C, SIGTERM or SIGHUP (a closed terminal
+// or a dropped SSH session), with the signal as its cause: each stops the
+// loop like aot stop, killing its agents and keeping the state. A closed
+// terminal must not kill the engine through a write either: SIGPIPE is
+// ignored, so writes to a vanished stdout fail instead.
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Ignore(syscall.SIGPIPE)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(fmt.Errorf("%s received", signalName(sig)))
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT (Ctrl-C)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP (terminal closed)"
+	}
+	return sig.String()
 }
 
 // safeName keeps an atom id usable as part of a file name.

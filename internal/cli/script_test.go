@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"maps"
 	"os"
 	"regexp"
 	"strconv"
@@ -22,12 +23,16 @@ func TestMain(m *testing.M) {
 // TestScripts runs every testdata/script/*.txtar: each is a user session
 // with the aot command, its outputs, exit codes and resulting files.
 func TestScripts(t *testing.T) {
+	cmds := map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"waitfor": cmdWaitFor,
+		"pidgone": cmdPIDGone,
+		"signal":  cmdSignal,
+	}
+	maps.Copy(cmds, stateScriptCmds())
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfor": cmdWaitFor,
-			"pidgone": cmdPIDGone,
-		},
+		Dir:       "testdata/script",
+		Cmds:      cmds,
+		Condition: scriptCondition,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv(envStateFile, "")
@@ -85,4 +90,22 @@ func alive(pid int) bool {
 	}
 	fields := strings.Fields(string(stat))
 	return len(fields) < 3 || fields[2] != "Z"
+}
+
+// signal NAME FILE sends the signal NAME (HUP, TERM, INT) to the process
+// whose pid FILE holds: a terminal closing on a running aot, for example.
+func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: signal NAME FILE")
+	}
+	sigs := map[string]syscall.Signal{"HUP": syscall.SIGHUP, "TERM": syscall.SIGTERM, "INT": syscall.SIGINT}
+	sig, ok := sigs[args[0]]
+	if !ok {
+		ts.Fatalf("unknown signal %s", args[0])
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	ts.Check(err)
+	ts.Check(syscall.Kill(pid, sig))
 }
