@@ -10,7 +10,7 @@ const (
 	Failed        Reason = "error"          // the engine could not go on (I/O, invalid state)
 	ManualStop    Reason = "manual_stop"    // aot stop, Ctrl-C or a signal
 	MaxIterations Reason = "max_iterations" // constraints.max_iterations reached
-	Stalled       Reason = "stall"          // constraints.max_stall_count iterations without progress
+	Stalled       Reason = "stall"          // constraints.max_stall_count sweeps without progress
 	ORExhausted   Reason = "or_exhausted"   // every choice of an OR group failed
 	Deadlock      Reason = "deadlock"       // atoms pending, none can ever start
 	Budget        Reason = "budget"         // wall time, tokens or cost spent
@@ -50,12 +50,14 @@ control.stop_reason and the journal):
   0  completed       the base case passed (checked by aot, never on an agent's word)
   1  error           the engine could not go on (unreadable or invalid state, I/O)
   2  usage           a bad flag or argument; the state file is untouched
-  3  manual_stop     aot stop, Ctrl-C or SIGTERM; running agents were killed
+  3  manual_stop     aot stop, Ctrl-C, SIGTERM or SIGHUP; running agents were killed
   4  max_iterations  constraints.max_iterations reached
-  5  stall           constraints.max_stall_count iterations without progress
+  5  stall           constraints.max_stall_count sweeps in a row without progress
   6  or_exhausted    every choice of an OR group failed
   7  deadlock        atoms are pending but none can ever start
   8  budget          max_wall_time, max_tokens or max_cost_usd spent
   9  max_attempts    an atom failed constraints.max_attempts_per_atom times
-  10 usage_limit     the agent answered {"usage_limit": true}: its provider's quota
+                     (default 6) and nothing else can run
+  10 usage_limit     the agent answered {"usage_limit": true} without a reset time
+                     (retry_at) or with --no-wait: its provider's quota
                      or rate limit; the atom is not charged an attempt`
