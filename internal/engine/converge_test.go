@@ -364,3 +364,26 @@ func TestAnAtomOutOfAttemptsIsParkedWhileTheRestFinishes(t *testing.T) {
 		t.Fatalf("second run = %+v", out)
 	}
 }
+
+func TestOversizedAnswersAreFailedAttemptsNotStateFileContent(t *testing.T) {
+	path, dir, _ := scriptProject(t, []string{"HUGE", "YES"}, "false", func(s *state.State) {
+		s.Objective.Constraints.MaxAttemptsPerAtom = 1
+	})
+	// HUGE answers with a 2 MB summary; YES prints without end.
+	ag := execAgent(dir, `[ "$AOT_ATOM_ID" = YES ] && exec yes
+printf '{"success": true, "summary": "'; head -c 2000000 /dev/zero | tr '\0' x; echo '"}'`)
+	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 2 })
+	if out.Reason != MaxAttempts {
+		t.Fatalf("outcome = %+v", out)
+	}
+	s := read(t, path)
+	if got := s.Atom("HUGE").LastFailure; !strings.Contains(got, "the answer's summary is 2000000 bytes; at most 16384") {
+		t.Fatalf("HUGE last_failure = %q", got)
+	}
+	if got := s.Atom("YES").LastFailure; !strings.Contains(got, "16 MiB") {
+		t.Fatalf("YES last_failure = %q", got)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() > 64<<10 {
+		t.Fatalf("state file size %v, %v", fi.Size(), err)
+	}
+}

@@ -743,6 +743,12 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		e.usageLimit(t.atom, r.res)
 		return false
 	}
+	if r.err == nil {
+		if berr := agent.CheckBounds(r.res); berr != nil {
+			r.err = &agent.AttemptError{Reason: berr.Error(), Usage: r.res.Usage}
+			r.res = agent.Result{}
+		}
+	}
 	ok := r.err == nil && r.res.OK(t.role)
 	if t.role == agent.Planner {
 		ok = r.err == nil // a plan that proposes nothing did not fail
