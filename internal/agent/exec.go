@@ -122,7 +122,7 @@ func (e *Exec) Run(ctx context.Context, t Task) (Result, error) {
 	}
 	r, err := Decode(t.Role, bytes.TrimSpace(stdout.buf))
 	if err != nil {
-		return fail("malformed answer: " + err.Error() + "; the agent printed " + quoteStart(stdout.buf))
+		return fail("malformed answer: " + err.Error() + "; the agent printed" + quoteStart(stdout.buf))
 	}
 	if usage.Known {
 		r.Usage = usage
@@ -134,7 +134,7 @@ func (e *Exec) Run(ctx context.Context, t Task) (Result, error) {
 func quoteStart(out []byte) string {
 	s := bytes.TrimSpace(out)
 	if len(s) == 0 {
-		return "nothing"
+		return " nothing"
 	}
 	cut := len(s) > maxQuoted
 	if cut {

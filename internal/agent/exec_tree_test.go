@@ -134,7 +134,7 @@ func TestExecMalformedAnswerQuotesOutput(t *testing.T) {
 	_, err = (&Exec{Command: `for i in $(seq 100); do echo "line é $i"; done`}).Run(context.Background(), Task{Role: Worker, Workdir: t.TempDir()})
 	msg := err.Error()
 	if strings.Contains(msg, "\n") || !strings.Contains(msg, `; the agent printed: "line é 1\nline é 2\n`) ||
-		!strings.HasSuffix(msg, "(first 200 of 1291 bytes)") || len(msg) > 400 {
+		!strings.HasSuffix(msg, "(first 200 of 1091 bytes)") || len(msg) > 400 {
 		t.Fatalf("reason %q", msg)
 	}
 	_, err = (&Exec{Command: `true`}).Run(context.Background(), Task{Role: Worker, Workdir: t.TempDir()})

@@ -53,7 +53,7 @@ func sumUsage(r io.Reader) Usage {
 			}
 			continue
 		}
-		if l, ok := parseUsageLine(line); ok {
+		if l, ok := parseUsageLine(line); ok && len(line) <= maxUsageLine {
 			u.InputTokens += *l.InputTokens
 			u.OutputTokens += *l.OutputTokens
 			u.CostUSD += *l.CostUSD

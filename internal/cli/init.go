@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,9 @@ type initOptions struct {
 
 const initLong = `Write a new state file from flags: the objective, its base case as a
 checklist, and the first atoms of the work graph. The result is validated
-before anything is written; an existing file is only replaced with --force.
+before anything is written; an existing file is only replaced with --force,
+and only if it is a regular file (a directory, FIFO, socket or device at the
+path is refused); what was replaced is said.
 
 Checks (--check, repeatable) are TYPE:VALUE, with an optional item name as
 NAME=TYPE:VALUE. Types: command (exit 0 passes), not_command (a normal
@@ -44,7 +47,7 @@ Example:
     --check "tests=command:go test ./..." --check "file:internal/http/health.go" \
     --atom "A1=Write the handler" --atom "A2=Write the test" --depends-on A2=A1
 
-JSON: {success, state_file, atoms: [id]}.`
+JSON: {success, state_file, atoms: [id], replaced?: {path, bytes}}.`
 
 func newCmdInit(d *deps, g *globalOptions, runF func(*initOptions) error) *cobra.Command {
 	opts := &initOptions{IO: d.io, Global: g}
@@ -196,9 +199,16 @@ func parseAtoms(list, depends []string) ([]state.Atom, error) {
 }
 
 type initDoc struct {
-	Success   bool     `json:"success"`
-	StateFile string   `json:"state_file"`
-	Atoms     []string `json:"atoms"`
+	Success   bool             `json:"success"`
+	StateFile string           `json:"state_file"`
+	Atoms     []string         `json:"atoms"`
+	Replaced  *initReplacedDoc `json:"replaced,omitempty"`
+}
+
+// initReplacedDoc is the regular file --force replaced.
+type initReplacedDoc struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
 }
 
 func initRun(opts *initOptions) error {
@@ -215,7 +225,11 @@ func initRun(opts *initOptions) error {
 		Constraints:      opts.Constraints,
 	}
 	s := state.New(obj, opts.Atoms, prompt)
-	if err := opts.Global.store().Create(s, opts.Force); err != nil {
+	replaced, err := opts.Global.store().CreateReplacing(s, opts.Force)
+	if err != nil {
+		if _, special := errors.AsType[*state.PathError](err); special && opts.Force {
+			return fmt.Errorf("%w; --force replaces only a regular file", err)
+		}
 		return err
 	}
 	ids := make([]string, 0, len(opts.Atoms))
@@ -226,9 +240,16 @@ func initRun(opts *initOptions) error {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
+	doc := initDoc{Success: true, StateFile: path, Atoms: ids}
+	if replaced != nil {
+		doc.Replaced = &initReplacedDoc{Path: replaced.Path, Bytes: replaced.Size}
+	}
 	if opts.Global.JSON {
-		writeJSON(opts.IO.Out, initDoc{Success: true, StateFile: path, Atoms: ids})
+		writeJSON(opts.IO.Out, doc)
 		return nil
+	}
+	if replaced != nil {
+		fmt.Fprintf(opts.IO.Out, "replaced %s (a regular file of %d bytes)\n", replaced.Path, replaced.Size)
 	}
 	fmt.Fprintf(opts.IO.Out, "wrote %s: %d checks, %d atoms\n", opts.Global.StateFile, len(opts.Checks), len(ids))
 	fmt.Fprintf(opts.IO.Out, "next: aot gate%s\n", stateFileFlag(opts.Global.StateFile))

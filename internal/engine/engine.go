@@ -187,6 +187,12 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	defer lock.Release()
 
 	e := newEngine(opts)
+	e.store.Guard(func() error {
+		if e.stamp.fi != nil && !stampOf(opts.StateFile).equal(e.stamp) {
+			return errChangedBehind
+		}
+		return nil
+	})
 	if err := e.begin(); err != nil {
 		if e.jr != nil {
 			_ = e.jr.Close()

@@ -26,6 +26,15 @@ func (e *engine) external() error {
 	e.stamp = stampOf(e.opts.StateFile)
 	path := e.opts.StateFile
 	fs, err := e.store.Read()
+	// A writer that is not atomic (truncate, then write) shows an empty or
+	// half-written file for a moment: give it time to finish before judging.
+	for settle := 0; err != nil && settle < 5; settle++ {
+		time.Sleep(20 * time.Millisecond)
+		if st := stampOf(path); !st.equal(e.stamp) {
+			e.stamp = st
+			fs, err = e.store.Read()
+		}
+	}
 	switch {
 	case errors.Is(err, state.ErrNotExist):
 		return e.restore("the state file was deleted behind the engine's back; written back from memory", nil)
@@ -84,7 +93,7 @@ func (e *engine) restore(why string, theirs []byte) error {
 	if err := e.store.Create(state.Clone(e.s), true); err != nil {
 		return fmt.Errorf("write the state back: %w", err)
 	}
-	e.stamp = stampOf(e.opts.StateFile)
+	e.stamp = e.writtenStamp()
 	e.lastWritten = state.Clone(e.s)
 	e.dirty = false
 	e.lastFlush = e.now()
@@ -153,4 +162,14 @@ func sameBinding(a, b state.Binding) bool {
 func sameGroup(a, b state.ORGroup) bool {
 	a.Line, b.Line = 0, 0
 	return sameJSON(a, b)
+}
+
+// writtenStamp is the stamp of the file the engine's store last put in
+// place: taken from the file before it replaced the old one, so a change
+// made right after the write is still noticed.
+func (e *engine) writtenStamp() fileStamp {
+	if fi := e.store.Written(); fi != nil {
+		return fileStamp{fi: fi}
+	}
+	return stampOf(e.opts.StateFile)
 }

@@ -493,6 +493,10 @@ func (a fileStamp) equal(b fileStamp) bool {
 	return os.SameFile(a.fi, b.fi) && a.fi.Size() == b.fi.Size() && a.fi.ModTime().Equal(b.fi.ModTime())
 }
 
+// errChangedBehind aborts a write when the state file changed since the
+// engine last looked: the change is handled first.
+var errChangedBehind = errors.New("the state file changed behind the engine's back")
+
 // flush syncs the journal, then writes the in-memory state to the file under
 // the store's lock. A stop requested in the file meanwhile is kept and
 // honoured.
@@ -510,6 +514,9 @@ func (e *engine) flush() error {
 	}
 	written := state.Clone(e.s)
 	_, err := e.store.UpdateBatch(func(fs *state.State) error {
+		if !stampOf(e.opts.StateFile).equal(e.stamp) {
+			return errChangedBehind // changed since the check above
+		}
 		if fs.Control.StopRequested && e.stop == nil {
 			r := nonBlank(deref(fs.Control.StopReason), "aot stop")
 			e.stop = &r
@@ -523,9 +530,16 @@ func (e *engine) flush() error {
 		return nil
 	})
 	if err != nil {
+		var pe *state.ParseError
+		if errors.Is(err, errChangedBehind) || errors.Is(err, state.ErrNotExist) || errors.As(err, &pe) {
+			// Deleted or broken between the check above and the write:
+			// handled like any change behind the engine's back.
+			e.stamp = fileStamp{}
+			return e.external()
+		}
 		return fmt.Errorf("write state: %w", err)
 	}
-	e.stamp = stampOf(e.opts.StateFile)
+	e.stamp = e.writtenStamp()
 	e.lastWritten = written
 	e.dirty = false
 	e.lastFlush = e.now()

@@ -67,6 +67,7 @@ type procInfo struct {
 	state           byte
 	start           uint64 // start time in clock ticks since boot
 	token           bool   // its environment carries the token
+	noEnv           bool   // its environment is empty or unreadable
 }
 
 // readStat parses /proc/pid/stat.
@@ -91,28 +92,30 @@ func readStat(pid int) (procInfo, error) {
 	return p, nil
 }
 
-// carries reports whether pid's environment lists token in TokenEnv.
-func carries(pid int, token string) bool {
-	if token == "" {
-		return false
-	}
+// readEnvToken reads pid's environment: whether it lists token in TokenEnv,
+// and whether it is empty (cleared by env -i, or momentarily unreadable while
+// the process is in execve).
+func readEnvToken(pid int, token string) (has, empty bool) {
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
+	if err != nil || len(env) == 0 {
+		return false, true
 	}
 	key := []byte(TokenEnv + "=")
 	for len(env) > 0 {
 		var kv []byte
 		kv, env, _ = bytes.Cut(env, []byte{0})
 		if v, ok := bytes.CutPrefix(kv, key); ok && hasToken(string(v), token) {
-			return true
+			return true, false
 		}
 	}
-	return false
+	return false, false
 }
 
 // scan lists the live (not zombie) processes, other than this one, that
-// are in group pgid (0: none) or are owned by our user and carry token.
+// are in group pgid (0: none) or are owned by our user and carry token. It
+// also lists, with noEnv set, the processes of ours whose environment is
+// empty and whose parent is this process or a carrier of the token: they may
+// be carriers caught inside execve, when /proc/PID/environ reads empty.
 func scan(token string, pgid int) ([]procInfo, error) {
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -124,7 +127,8 @@ func scan(token string, pgid int) ([]procInfo, error) {
 		return nil, err
 	}
 	self, euid := os.Getpid(), uint32(os.Geteuid())
-	var out []procInfo
+	var out, noEnv []procInfo
+	carriers := map[int]bool{}
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid <= 1 || pid == self {
@@ -137,11 +141,22 @@ func scan(token string, pgid int) ([]procInfo, error) {
 		if token != "" {
 			if fi, err := os.Stat("/proc/" + name); err == nil {
 				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == euid {
-					p.token = carries(pid, token)
+					p.token, p.noEnv = readEnvToken(pid, token)
 				}
 			}
 		}
-		if p.token || (pgid > 0 && p.pgid == pgid) {
+		switch {
+		case p.token || (pgid > 0 && p.pgid == pgid):
+			out = append(out, p)
+			if p.token {
+				carriers[pid] = true
+			}
+		case p.noEnv:
+			noEnv = append(noEnv, p)
+		}
+	}
+	for _, p := range noEnv {
+		if p.ppid == self || carriers[p.ppid] {
 			out = append(out, p)
 		}
 	}
@@ -166,6 +181,7 @@ func killTree(t Tree, sh *os.Process) error {
 		shellPid = sh.Pid
 	}
 	killed := map[int]procInfo{}
+	uncertain := map[int]time.Time{} // pid -> when first seen with no environment
 	deadline := time.Now().Add(killBudget)
 	pause := time.Millisecond
 	for round := 0; ; round++ {
@@ -185,18 +201,31 @@ func killTree(t Tree, sh *os.Process) error {
 			}
 		}
 		var targets []procInfo
+		recheck := false
 		for _, p := range procs {
-			if p.token || (trustGroup && p.pgid == pgid) {
+			switch {
+			case p.token || (trustGroup && p.pgid == pgid):
 				targets = append(targets, p)
+			case p.noEnv:
+				// Look again for a while: a carrier inside execve reads as
+				// having no environment for a moment.
+				first, seen := uncertain[p.pid]
+				if !seen {
+					first = time.Now()
+					uncertain[p.pid] = first
+				}
+				if time.Since(first) < execGrace {
+					recheck = true
+				}
 			}
 		}
-		if len(targets) == 0 {
+		if len(targets) == 0 && !recheck {
 			break
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d processes of the tree still alive after %v (first: pid %d)", len(targets), killBudget, targets[0].pid)
 		}
-		if trustGroup {
+		if trustGroup && len(targets) > 0 {
 			_ = killGroup(pgid)
 		}
 		for _, p := range targets {
@@ -238,6 +267,10 @@ func reapGroupZombies(pgid, shellPid int) {
 		}
 	}
 }
+
+// execGrace is how long a process of the tree's lineage whose environment
+// reads empty is watched, in case it was only inside execve.
+const execGrace = 50 * time.Millisecond
 
 // reapBudget bounds how long reapKilled waits for killed orphans to be
 // reparented to us.
@@ -285,5 +318,10 @@ func alive(t Tree) bool {
 	if err != nil {
 		return pgid > 0 && syscall.Kill(-pgid, 0) == nil
 	}
-	return len(procs) > 0
+	for _, p := range procs {
+		if p.token || p.pgid == pgid {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,10 @@
 // engine holds an exclusive lock on .claude/aot-loop/run.lock for as long as
 // it runs, and writes its pid into it. The lock dies with the process, so a
 // loop marked running whose lock nobody holds is a crashed loop.
+//
+// The lock lives in the aot-loop folder of the real state file (symbolic
+// links resolved): two links to one state file share one lock, so two
+// engines can never run on it at once.
 package runlock
 
 import (
@@ -9,17 +13,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/gofrs/flock"
 
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
 )
 
 // PathFor returns the run lock path for a state file.
 func PathFor(stateFile string) string {
-	return filepath.Join(filepath.Dir(stateFile), journal.Dir, "run.lock")
+	return filepath.Join(journal.DirFor(stateFile), "run.lock")
 }
 
 // ErrRunning is returned by Acquire when another engine holds the lock.
@@ -32,13 +38,18 @@ type Lock struct {
 }
 
 // Acquire takes the run lock for stateFile, or returns an error wrapping
-// ErrRunning that names the holder's pid.
+// ErrRunning that names the holder's pid. The state file must be a regular
+// file (state.CheckPath): the aot-loop folder is only ever created beside
+// one, never beside a missing file, a directory, a FIFO or a device.
 func Acquire(stateFile string) (*Lock, error) {
+	if err := state.CheckPath(stateFile); err != nil {
+		return nil, err
+	}
 	path := PathFor(stateFile)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), journal.DirMode); err != nil {
 		return nil, fmt.Errorf("run lock: %w", err)
 	}
-	fl := flock.New(path)
+	fl := newFlock(path)
 	ok, err := fl.TryLock()
 	if err != nil {
 		return nil, fmt.Errorf("run lock %s: %w", path, err)
@@ -49,7 +60,7 @@ func Acquire(stateFile string) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("%w (%s is held)", ErrRunning, path)
 	}
-	if err := os.WriteFile(path+".pid", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if err := writePID(path + ".pid"); err != nil {
 		_ = fl.Unlock()
 		return nil, fmt.Errorf("run lock: %w", err)
 	}
@@ -63,13 +74,15 @@ func (l *Lock) Release() error {
 }
 
 // Holder reports whether a live engine holds the run lock of stateFile, and
-// its pid when known.
+// its pid when known. It creates nothing.
 func Holder(stateFile string) (pid int, held bool, err error) {
 	path := PathFor(stateFile)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
+	} else if err == nil && !fi.Mode().IsRegular() {
+		return 0, false, fmt.Errorf("run lock %s is %s, not a regular file", path, state.FileKind(fi.Mode()))
 	}
-	fl := flock.New(path)
+	fl := newFlock(path)
 	ok, err := fl.TryRLock()
 	if err != nil {
 		return 0, false, fmt.Errorf("run lock %s: %w", path, err)
@@ -81,11 +94,37 @@ func Holder(stateFile string) (pid int, held bool, err error) {
 	return readPID(path), true, nil
 }
 
+// newFlock opens lock files as gofrs/flock does, with mode 0600, and
+// without blocking should one be a FIFO.
+func newFlock(path string) *flock.Flock {
+	flag := os.O_CREATE | os.O_RDONLY
+	switch runtime.GOOS {
+	case "aix", "solaris", "illumos":
+		flag = os.O_CREATE | os.O_RDWR
+	}
+	return flock.New(path, flock.SetFlag(flag|oNonblock), flock.SetPermissions(journal.FileMode))
+}
+
+func writePID(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNonblock, journal.FileMode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func readPID(lockPath string) int {
-	data, err := os.ReadFile(lockPath + ".pid")
+	f, err := os.OpenFile(lockPath+".pid", os.O_RDONLY|oNonblock, 0)
 	if err != nil {
 		return 0
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	defer f.Close()
+	buf := make([]byte, 32)
+	n, _ := f.Read(buf)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
 	return pid
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/gofrs/flock"
@@ -35,7 +36,26 @@ func (e *ValidationError) Error() string {
 // Store reads and changes one state file. Every change goes through Update.
 type Store struct {
 	path string
+	// guard, when set, is asked right before an update's new file replaces
+	// the old one; an error aborts the update (the file is left as it is).
+	// The loop engine uses it to notice a file changed behind its back in
+	// the moment of its own write.
+	guard func() error
+	// written is the file the last write of this store put in place, as
+	// it was when it replaced the old one.
+	written fs.FileInfo
 }
+
+// Written returns the file this store last wrote, as it was when it was put
+// in place (nil before any write): comparing it with a later os.Stat tells
+// whether someone else has changed the file since, even one who changed it
+// right after the write.
+func (st *Store) Written() fs.FileInfo { return st.written }
+
+// Guard sets a check run right before Update or UpdateBatch replaces the
+// file (after the new content is written and synced, so the window between
+// the check and the replacement is as small as a rename).
+func (st *Store) Guard(fn func() error) { st.guard = fn }
 
 // NewStore returns the store of the state file at path.
 func NewStore(path string) *Store { return &Store{path: path} }
@@ -44,9 +64,13 @@ func NewStore(path string) *Store { return &Store{path: path} }
 func (st *Store) Path() string { return st.path }
 
 // Read returns the current state. It takes no lock: writes replace the file
-// atomically, so a reader sees either the old or the new file.
+// atomically, so a reader sees either the old or the new file. A path that
+// is not a regular file is refused (a *PathError) without being opened.
 func (st *Store) Read() (*State, error) {
-	data, err := os.ReadFile(st.path)
+	if err := CheckPath(st.path); err != nil {
+		return nil, err
+	}
+	data, err := readRegular(st.path)
 	if err != nil {
 		return nil, st.readError(err)
 	}
@@ -54,6 +78,10 @@ func (st *Store) Read() (*State, error) {
 }
 
 func (st *Store) readError(err error) error {
+	var pe *PathError
+	if errors.As(err, &pe) {
+		return err
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s", ErrNotExist, st.path)
 	}
@@ -91,12 +119,15 @@ func (st *Store) UpdateBatch(fn func(*State) error) (*State, error) {
 }
 
 func (st *Store) update(fn func(*State) error, checkTransitions bool) (*State, error) {
+	if err := CheckPath(st.path); err != nil {
+		return nil, err
+	}
 	unlock, err := st.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	data, err := os.ReadFile(st.path)
+	data, err := readRegular(st.path)
 	if err != nil {
 		return nil, st.readError(err)
 	}
@@ -128,50 +159,104 @@ func (st *Store) update(fn func(*State) error, checkTransitions bool) (*State, e
 	if bytes.Equal(out, data) {
 		return s, nil
 	}
-	if err := writeAtomic(st.path, out); err != nil {
+	if err := writeAtomic(st.path, out, st.guard, &st.written); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
 // Create writes a new state file; it refuses to replace an existing one
-// unless overwrite is set. The state must be valid.
+// unless overwrite is set. The state must be valid. Only a regular file is
+// ever replaced: a directory, FIFO, socket or device at the path is refused
+// (a *PathError) with or without overwrite.
 func (st *Store) Create(s *State, overwrite bool) error {
+	_, err := st.CreateReplacing(s, overwrite)
+	return err
+}
+
+// Replaced is the regular file a Create replaced.
+type Replaced struct {
+	Path string // the file replaced: the state path, or the file its symbolic link leads to
+	Size int64  // its size in bytes
+}
+
+// CreateReplacing is Create, and also returns the file it replaced (nil
+// when there was none).
+func (st *Store) CreateReplacing(s *State, overwrite bool) (*Replaced, error) {
 	if r := Validate(s); !r.Valid() {
-		return &ValidationError{File: st.path, Issues: r.Errors}
+		return nil, &ValidationError{File: st.path, Issues: r.Errors}
+	}
+	if _, err := st.existing(overwrite); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(st.path), 0o755); err != nil {
-		return fmt.Errorf("create state directory: %w", err)
+		return nil, fmt.Errorf("create state directory: %w", err)
 	}
 	unlock, err := st.lock()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
-	if !overwrite {
-		if _, err := os.Stat(st.path); err == nil {
-			return fmt.Errorf("%s already exists (use --force to replace it)", st.path)
-		}
+	// Look again under the lock: the path may have changed meanwhile.
+	old, err := st.existing(overwrite)
+	if err != nil {
+		return nil, err
 	}
-	return writeAtomic(st.path, Marshal(s))
+	if err := writeAtomic(st.path, Marshal(s), nil, &st.written); err != nil {
+		return nil, err
+	}
+	return old, nil
 }
 
+// existing checks the path for Create: nothing there is fine, a regular
+// file only with overwrite (it is returned), anything else never.
+func (st *Store) existing(overwrite bool) (*Replaced, error) {
+	err := CheckPath(st.path)
+	switch {
+	case errors.Is(err, ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case !overwrite:
+		return nil, fmt.Errorf("%s already exists (use --force to replace it)", st.path)
+	}
+	fi, err := os.Stat(st.path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot check state file: %w", err)
+	}
+	return &Replaced{Path: RealPath(st.path), Size: fi.Size()}, nil
+}
+
+// lock takes the store's cross-process lock: a lock file beside the real
+// file (symbolic links resolved), so that every path to one state file
+// shares one lock.
 func (st *Store) lock() (func(), error) {
-	dir := filepath.Dir(st.path)
+	real := RealPath(st.path)
+	dir := filepath.Dir(real)
 	if _, err := os.Stat(dir); err != nil {
 		return nil, st.readError(err)
 	}
-	l := flock.New(st.path + ".lock")
+	l := flock.New(real+".lock", flock.SetFlag(lockFlag()))
 	if err := l.Lock(); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", st.path, err)
 	}
 	return func() { _ = l.Unlock() }, nil
 }
 
+// lockFlag is how a lock file is opened: as gofrs/flock does, and without
+// blocking should the lock file be a FIFO.
+func lockFlag() int {
+	switch runtime.GOOS {
+	case "aix", "solaris", "illumos":
+		return os.O_CREATE | os.O_RDWR | oNonblock
+	}
+	return os.O_CREATE | os.O_RDONLY | oNonblock
+}
+
 // writeAtomic replaces path with data: a temp file in the same directory,
 // fsync, rename over the old file, fsync of the directory. A crash at any
 // moment leaves either the old or the new file, never a mix.
-func writeAtomic(path string, data []byte) (err error) {
+func writeAtomic(path string, data []byte, guard func() error, written *fs.FileInfo) (err error) {
 	// Write through a symlink: renaming over the link itself would detach
 	// it from the file it points to (seed defect D39).
 	if target, err := filepath.EvalSymlinks(path); err == nil {
@@ -212,8 +297,20 @@ func writeAtomic(path string, data []byte) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	fi, err := os.Stat(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if guard != nil {
+		if err = guard(); err != nil {
+			return err
+		}
+	}
 	if err = os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if written != nil {
+		*written = fi
 	}
 	return syncDir(dir)
 }

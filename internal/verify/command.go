@@ -2,11 +2,7 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"time"
@@ -19,8 +15,8 @@ import (
 const outputTail = 2000
 
 // drainDelay bounds how long the output is read after the shell and its
-// process group are gone; a descendant that left the group may still hold
-// the pipe open.
+// process tree are gone; only a descendant that escaped the kill (see
+// package proc) may still hold the pipe open.
 const drainDelay = 2 * time.Second
 
 // CommandResult is the outcome of one command or not_command check.
@@ -38,9 +34,11 @@ type CommandResult struct {
 // judges its exit. It passes on exit 0; with expectFail (a not_command check)
 // it passes only on a normal non-zero exit that shows the command ran: not a
 // missing or non-executable command, not a signal, not a timeout. When the
-// timeout passes or ctx is done, the command's whole process group is killed.
-// Background processes the command leaves behind are killed as well once its
-// shell exits, so a check never outlives its verdict.
+// timeout passes or ctx is done, the command's whole process tree is killed
+// (see package proc). Background processes the command leaves behind, even
+// those that left its process group, are killed as well once its shell
+// exits, so a check never outlives its verdict; and the verdict does not
+// wait for them to close the output.
 func Command(ctx context.Context, dir, command string, expectFail bool, timeout time.Duration) CommandResult {
 	res := CommandResult{Type: "command", Command: command}
 	if expectFail {
@@ -54,58 +52,35 @@ func Command(ctx context.Context, dir, command string, expectFail bool, timeout 
 		timeout = DefaultTimeout
 	}
 
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := proc.Shell(runCtx, command)
-	cmd.Dir = dir
-	// One pipe for stdout and stderr keeps their interleaving. Handing the
-	// child an *os.File (not a Writer) means Wait returns as soon as the shell
-	// exits, instead of waiting for every descendant to close the pipe.
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		res.Evidence = fmt.Sprintf("Command could not start: %v", err)
-		return res
-	}
-	cmd.Stdout, cmd.Stderr = pw, pw
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		res.Evidence = fmt.Sprintf("Command could not start: %v", err)
-		return res
-	}
+	// One pipe for stdout and stderr keeps their interleaving; the tail
+	// buffer keeps memory bounded however much the command prints. proc
+	// reads the output itself, so the verdict comes when the shell exits,
+	// however long a background child holds the pipe, and then kills the
+	// command's whole process tree (group and token carriers).
 	out := &tailBuffer{max: outputTail}
-	drained := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(out, pr)
-		close(drained)
-	}()
-
-	waitErr := cmd.Wait()
-	// Read the contexts before draining, which can take a while.
-	runErr, parentErr := runCtx.Err(), ctx.Err()
-	// Kill whatever the command left running in its group.
-	_ = proc.Kill(cmd)
-	select {
-	case <-drained:
-	case <-time.After(drainDelay):
-	}
-	pr.Close()
-	<-drained
+	run := (&proc.Cmd{
+		Script:     command,
+		Dir:        dir,
+		Stdout:     out,
+		Stderr:     out,
+		Timeout:    timeout,
+		DrainDelay: drainDelay,
+	}).Run(ctx)
 	res.OutputSummary = out.String()
 
-	ps := cmd.ProcessState
+	ps := run.State
 	switch {
-	case runErr != nil && parentErr == nil:
+	case ps == nil:
+		res.Evidence = fmt.Sprintf("Command could not start: %v", run.Err)
+		return res
+	case run.TimedOut:
 		// The deadline passed. Even if the shell exited at that very moment the
 		// check is failed: it did not finish in time (and on Windows a killed
 		// process looks like an ordinary exit 1).
 		res.TimedOut = true
-		res.Evidence = fmt.Sprintf("Command timed out after %v; its process group was killed", timeout)
-	case parentErr != nil:
-		res.Evidence = fmt.Sprintf("Command was stopped before it finished: %v", parentErr)
-	case ps == nil:
-		res.Evidence = fmt.Sprintf("Command failed to run: %v", waitErr)
+		res.Evidence = fmt.Sprintf("Command timed out after %v; its process tree was killed", timeout)
+	case run.CtxErr != nil:
+		res.Evidence = fmt.Sprintf("Command was stopped before it finished: %v", run.CtxErr)
 	case !ps.Exited():
 		res.Evidence = fmt.Sprintf("Command was killed (%v)", ps)
 	default:
@@ -116,8 +91,8 @@ func Command(ctx context.Context, dir, command string, expectFail bool, timeout 
 	if !res.Passed && res.ExitCode == nil && expectFail {
 		res.Evidence += "; a not_command check needs the command to run and exit non-zero by itself"
 	}
-	var exitErr *exec.ExitError
-	if res.Passed && waitErr != nil && !errors.As(waitErr, &exitErr) {
+	waitErr := run.Err
+	if res.Passed && waitErr != nil {
 		// An I/O failure around a successful exit must not pass silently.
 		res.Passed = false
 		res.Evidence = fmt.Sprintf("Command exited with code %d but could not be observed: %v", ps.ExitCode(), waitErr)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/aot-loop/aot/internal/state"
 )
 
 // maxListedMatches caps FileResult.Matches; the evidence still gives the count.
@@ -30,7 +32,9 @@ type FileResult struct {
 // absolute, may start with ~ for the home directory, and may be a glob: * ? [..]
 // and {a,b} within a name, ** across directories; dotfiles match like any
 // other name. A path that exists literally is taken as is, even if it holds
-// glob characters. A directory counts as existing.
+// glob characters. A directory counts as existing. A FIFO, socket or device
+// fails both checks at once: it is looked at with stat only, never opened
+// (a FIFO would block), and it is neither a file nor absent.
 func File(dir, pattern string, expectMissing bool) FileResult {
 	res := FileResult{Type: "file", Path: pattern}
 	if expectMissing {
@@ -50,6 +54,10 @@ func File(dir, pattern string, expectMissing bool) FileResult {
 	switch {
 	case statErr == nil:
 		res.Exists = true
+		if !info.Mode().IsRegular() && !info.IsDir() {
+			res.Evidence = fmt.Sprintf("Path is %s, not a regular file: %s", state.FileKind(info.Mode()), pattern)
+			return res
+		}
 		what := fmt.Sprintf("File exists (%s)", formatSize(info.Size()))
 		if info.IsDir() {
 			what = fmt.Sprintf("Directory exists with %d files", countFiles(full))
