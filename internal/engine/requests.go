@@ -19,7 +19,7 @@ import (
 // engine applies it between agent runs and answers with NAME.done.
 
 func requestDir(stateFile string) string {
-	return filepath.Join(filepath.Dir(stateFile), journal.Dir, "requests")
+	return filepath.Join(journal.DirFor(stateFile), "requests")
 }
 
 type request struct {
@@ -75,7 +75,7 @@ func answer(r request, err error) {
 	data, _ := json.Marshal(doc)
 	done := strings.TrimSuffix(r.path, ".json") + ".done"
 	tmp := done + ".tmp"
-	if os.WriteFile(tmp, data, 0o644) == nil {
+	if os.WriteFile(tmp, data, journal.FileMode) == nil {
 		_ = os.Rename(tmp, done)
 	}
 	_ = os.Remove(r.path)
@@ -85,7 +85,7 @@ func answer(r request, err error) {
 // up to wait for its answer.
 func SendRedirect(stateFile string, c Change, wait time.Duration) error {
 	dir := requestDir(stateFile)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, journal.DirMode); err != nil {
 		return fmt.Errorf("redirect: %w", err)
 	}
 	data, err := json.Marshal(c)
@@ -94,7 +94,7 @@ func SendRedirect(stateFile string, c Change, wait time.Duration) error {
 	}
 	name := strconv.FormatInt(time.Now().UnixNano(), 10) + "-" + strconv.Itoa(os.Getpid())
 	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, journal.FileMode); err != nil {
 		return fmt.Errorf("redirect: %w", err)
 	}
 	req := filepath.Join(dir, name+".json")
