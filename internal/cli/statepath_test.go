@@ -202,7 +202,7 @@ func cmdRefusedByAll(ts *testscript.TestScript, neg bool, args []string) {
 		argv := append(slices.Clone(c), "--state-file", args[0])
 		line := "aot " + strings.Join(argv, " ")
 		start := time.Now()
-		stdout, stderr, code, err := runWithin(ts, time.Second, "aot", argv)
+		stdout, stderr, code, err := runWithin(ts, 3*time.Second, "aot", argv)
 		ts.Logf("%s: exit %d in %s", line, code, time.Since(start).Round(time.Millisecond))
 		switch {
 		case err != nil:
