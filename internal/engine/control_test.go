@@ -61,7 +61,7 @@ func waitFile(t *testing.T, dir, name string) {
 // succeeds; started-X.N marks its start.
 const gated = `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 touch "started-$AOT_ATOM_ID.$AOT_ATTEMPT"
-while [ ! -f "go-$AOT_ATOM_ID" ]; do sleep 0.02; done
+n=0; while [ ! -f "go-$AOT_ATOM_ID" ] && [ $n -lt 1500 ]; do sleep 0.02; n=$((n+1)); done
 touch "$AOT_ATOM_ID.ok"; echo '{"success": true, "summary": "did it"}'`
 
 func TestARedirectStopsOnlyWhatItInvalidates(t *testing.T) {
