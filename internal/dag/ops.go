@@ -12,8 +12,9 @@ import (
 func atomField(id string) string { return fmt.Sprintf("atoms[%s]", id) }
 
 // reaches reports whether target can be reached from the atoms in start by
-// following depends_on edges (iteratively: any depth, no recursion).
-func (g *graph) reaches(start []string, target string) bool {
+// following depends_on edges (iteratively: any depth, no recursion). Atoms
+// about to be added together (batch: id -> depends_on) count as atoms.
+func (g *graph) reaches(start []string, target string, batch map[string][]string) bool {
 	seen := map[string]bool{}
 	stack := append([]string(nil), start...)
 	for len(stack) > 0 {
@@ -28,41 +29,96 @@ func (g *graph) reaches(start []string, target string) bool {
 		seen[id] = true
 		if a := g.atom(id); a != nil {
 			stack = append(stack, a.DependsOn...)
+		} else if deps, ok := batch[id]; ok {
+			stack = append(stack, deps...)
 		}
 	}
 	return false
 }
 
-// checkNewAtom checks an atom about to be added: a new non-blank id, known
-// dependencies, no cycle through atoms that already name the new id.
-func (g *graph) checkNewAtom(a state.Atom, taken map[string]bool) error {
+// checkNewAtom checks an atom about to be added: a new non-blank id,
+// dependencies that are atoms or atoms of the same batch (in any
+// order), no cycle through atoms that already name the new id or through the
+// batch. refused names batch atoms that were refused, for a clearer message.
+func (g *graph) checkNewAtom(a state.Atom, batch map[string][]string, refused map[string]bool) error {
 	f := atomField(a.ID)
 	switch {
 	case strings.TrimSpace(a.ID) == "":
 		return errorf(ErrInvalid, "atoms", "an atom id must not be blank")
 	case strings.TrimSpace(a.ID) != a.ID || strings.ContainsAny(a.ID, "\r\n"):
 		return errorf(ErrInvalid, f, "the id %q has surrounding spaces or a line break", a.ID)
-	case g.atom(a.ID) != nil || taken[a.ID]:
+	case state.ValidID(a.ID) != nil:
+		return errorf(ErrInvalid, f, "%v", state.ValidID(a.ID))
+	case g.atom(a.ID) != nil:
 		return errorf(ErrDuplicate, f, "atom id %q already exists", a.ID)
 	case strings.TrimSpace(a.Description) == "":
 		return errorf(ErrInvalid, f+".description", "the description must not be blank")
 	}
 	seen := map[string]bool{}
 	for _, d := range a.DependsOn {
+		_, inBatch := batch[d]
 		switch {
 		case d == a.ID:
 			return errorf(ErrCycle, f+".depends_on", "%s cannot depend on itself", a.ID)
-		case g.atom(d) == nil && !taken[d]:
+		case refused[d]:
+			return errorf(ErrUnknownAtom, f+".depends_on", "dependency %q is not an atom: it was refused too", d)
+		case g.atom(d) == nil && !inBatch:
 			return errorf(ErrUnknownAtom, f+".depends_on", "dependency %q is not an atom", d)
 		case seen[d]:
 			return errorf(ErrDuplicate, f+".depends_on", "dependency %q is listed twice", d)
 		}
 		seen[d] = true
 	}
-	if g.reaches(a.DependsOn, a.ID) {
+	if g.reaches(a.DependsOn, a.ID, batch) {
+		if len(batch) > 1 {
+			return errorf(ErrCycle, f+".depends_on", "adding %s would close a dependency cycle (through the atoms added with it or atoms that already name it)", a.ID)
+		}
 		return errorf(ErrCycle, f+".depends_on", "adding %s would close a dependency cycle through atoms that already name it", a.ID)
 	}
 	return nil
+}
+
+// checkBatch checks atoms that are added together. Each may depend on any
+// other of the batch, listed before or after it; a cycle within the batch or
+// through existing atoms is refused, and so is an atom that depends on a
+// refused one. It returns one error per atom, nil for those that may be added.
+func (g *graph) checkBatch(batch []state.Atom) []error {
+	errs := make([]error, len(batch))
+	first := map[string]bool{}
+	for i, a := range batch {
+		if first[a.ID] {
+			errs[i] = errorf(ErrDuplicate, atomField(a.ID), "atom id %q is proposed twice", a.ID)
+		}
+		first[a.ID] = true
+	}
+	for {
+		pending := map[string][]string{}
+		refused := map[string]bool{}
+		for i, a := range batch {
+			if errs[i] == nil {
+				pending[a.ID] = a.DependsOn
+			} else if g.atom(a.ID) == nil {
+				refused[a.ID] = true
+			}
+		}
+		// A refused id that a valid atom of the batch also uses is not refused.
+		for id := range pending {
+			delete(refused, id)
+		}
+		changed := false
+		for i, a := range batch {
+			if errs[i] != nil {
+				continue
+			}
+			if err := g.checkNewAtom(a, pending, refused); err != nil {
+				errs[i] = err
+				changed = true
+			}
+		}
+		if !changed {
+			return errs
+		}
+	}
 }
 
 // AddAtom adds a pending atom. Its id must be new, its dependencies must
@@ -70,30 +126,44 @@ func (g *graph) checkNewAtom(a state.Atom, taken map[string]bool) error {
 // group as another choice; a group that does not exist yet is created with
 // the atom selected.
 func AddAtom(s *state.State, a state.Atom) error {
+	return AddAtoms(s, []state.Atom{a})[0]
+}
+
+// AddAtoms adds atoms proposed together (a planner's batch): each may depend
+// on any other of the batch, whatever their order. Every atom is checked as
+// AddAtom checks one; an invalid atom, or one that depends on an invalid one,
+// is left out with its error, the others are added in the order given. A
+// cycle among the batch refuses the atoms on it. It returns one error per
+// atom, nil for those added.
+func AddAtoms(s *state.State, atoms []state.Atom) []error {
 	g := newGraph(s)
-	if err := g.checkNewAtom(a, nil); err != nil {
-		return err
-	}
-	a.Status = state.StatusPending
-	a.DependsOn = append([]string{}, a.DependsOn...)
-	a.Line = 0
-	s.Atoms = append(s.Atoms, a)
-	if a.ORGroup != "" {
-		if grp := g.group[a.ORGroup]; grp != nil {
-			if !slices.Contains(grp.Choices, a.ID) {
-				grp.Choices = append(grp.Choices, a.ID)
+	errs := g.checkBatch(atoms)
+	for i, a := range atoms {
+		if errs[i] != nil {
+			continue
+		}
+		a.Status = state.StatusPending
+		a.DependsOn = append([]string{}, a.DependsOn...)
+		a.Line = 0
+		s.Atoms = append(s.Atoms, a)
+		if a.ORGroup != "" {
+			if grp := s.ORGroup(a.ORGroup); grp != nil {
+				if !slices.Contains(grp.Choices, a.ID) {
+					grp.Choices = append(grp.Choices, a.ID)
+				}
+			} else {
+				s.ORGroups = append(s.ORGroups, state.ORGroup{Name: a.ORGroup, Choices: []string{a.ID}, Selected: a.ID, Failed: []string{}})
 			}
-		} else {
-			s.ORGroups = append(s.ORGroups, state.ORGroup{Name: a.ORGroup, Choices: []string{a.ID}, Selected: a.ID, Failed: []string{}})
 		}
 	}
-	return nil
+	return errs
 }
 
 // Decompose splits parent into children. The parent stays pending (it is not
 // executable until its children are resolved); each child is pending and
-// inherits the parent's dependencies before its own. It returns the inherited
-// dependencies.
+// inherits the parent's dependencies before its own. Children may depend on
+// each other in any order (a cycle among them is refused). It returns the
+// inherited dependencies.
 func Decompose(s *state.State, parent string, children []state.Atom, reason string) ([]string, error) {
 	g := newGraph(s)
 	p := g.atom(parent)
@@ -108,7 +178,6 @@ func Decompose(s *state.State, parent string, children []state.Atom, reason stri
 		return nil, errorf(ErrInvalid, "decompositions", "a decomposition needs a reason")
 	}
 	inherited := append([]string{}, p.DependsOn...)
-	taken := map[string]bool{}
 	out := make([]state.Atom, 0, len(children))
 	ids := make([]string, 0, len(children))
 	for _, c := range children {
@@ -122,15 +191,16 @@ func Decompose(s *state.State, parent string, children []state.Atom, reason stri
 		if slices.Contains(c.DependsOn, parent) {
 			return nil, errorf(ErrCycle, atomField(c.ID)+".depends_on", "a child cannot depend on its parent %s", parent)
 		}
-		if err := g.checkNewAtom(c, taken); err != nil {
-			return nil, err
-		}
-		taken[c.ID] = true
 		c.Status = state.StatusPending
 		c.ORGroup = ""
 		c.Line = 0
 		out = append(out, c)
 		ids = append(ids, c.ID)
+	}
+	for _, err := range g.checkBatch(out) {
+		if err != nil {
+			return nil, err
+		}
 	}
 	if p.Status == state.StatusInProgress {
 		p.Status = state.StatusPending
@@ -209,7 +279,9 @@ func shorten(s string, max int) string {
 
 // SetStatus changes an atom's status: pending -> in_progress -> resolved, and
 // any status back to pending. pending -> resolved is refused (only a
-// decomposed parent gets it, through ResolveParents).
+// decomposed parent gets it, through ResolveParents), and so is in_progress
+// or resolved while a dependency is not satisfied: work waits for what it
+// needs.
 func SetStatus(s *state.State, id, status string) error {
 	f := atomField(id) + ".status"
 	switch status {
@@ -232,8 +304,36 @@ func SetStatus(s *state.State, id, status string) error {
 		}
 		return errorf(ErrTransition, f, "%s", msg)
 	}
+	if status != state.StatusPending && status != from {
+		g := newGraph(s)
+		for _, d := range a.DependsOn {
+			if !g.satisfied(d) {
+				return errorf(ErrTransition, f, "%s cannot be %s yet: %s", id, status, g.unmet(d))
+			}
+		}
+	}
 	a.Status = status
 	return nil
+}
+
+// unmet says why a dependency on id is not satisfied, for a person.
+func (g *graph) unmet(id string) string {
+	a := g.atom(id)
+	if a == nil {
+		return fmt.Sprintf("its dependency %s is not an atom", id)
+	}
+	if grp := g.orGroupOf(a); grp != nil && grp.Selected != "" {
+		sel := g.atom(grp.Selected)
+		st := "missing"
+		if sel != nil {
+			st = sel.Status
+		}
+		if grp.Selected == id {
+			return fmt.Sprintf("its dependency %s (the selected choice of OR group %s) is %s; resolve it first", id, grp.Name, st)
+		}
+		return fmt.Sprintf("its dependency %s is a choice of OR group %s, whose selected choice %s is %s; resolve %s first", id, grp.Name, grp.Selected, st, grp.Selected)
+	}
+	return fmt.Sprintf("its dependency %s is %s; resolve %s first", id, a.Status, id)
 }
 
 // Bind adds or replaces the binding of an existing atom.

@@ -174,6 +174,11 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = 500 * time.Millisecond
 	}
+	// Agents get the state file by an absolute path (task.state_file,
+	// AOT_STATE_FILE): they run in the project root, not where aot started.
+	if abs, err := filepath.Abs(opts.StateFile); err == nil {
+		opts.StateFile = abs
+	}
 	if opts.Workdir == "" {
 		opts.Workdir = ProjectRoot(opts.StateFile)
 	}

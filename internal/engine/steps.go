@@ -173,35 +173,68 @@ func (e *engine) unresolvedCount() int {
 }
 
 // applyPlan adds a planner's atoms and decompositions. Each is applied on its
-// own; an invalid one is skipped and journaled, never half-applied.
+// own; an invalid one is skipped and journaled, never half-applied. They may
+// refer to each other in any order: new atoms to the children of a
+// decomposition, children to new atoms, new atoms to each other. What fails
+// only for a dependency not added yet is tried again once something else was
+// added; cycles and unknown ids are still refused.
 func (e *engine) applyPlan(forAtom string, res agent.Result) int {
 	n := 0
-	for _, d := range res.Decompositions {
-		kids := make([]state.Atom, 0, len(d.Children))
-		for _, c := range d.Children {
-			kids = append(kids, state.Atom{ID: c.ID, Description: c.Description, DependsOn: c.DependsOn})
+	decs := res.Decompositions
+	props := res.Atoms
+	decErrs := make([]error, len(decs))
+	atomErrs := make([]error, len(props))
+	for {
+		added := 0
+		var laterD []agent.PlannedDecomposition
+		var laterDErr []error
+		for _, d := range decs {
+			kids := make([]state.Atom, 0, len(d.Children))
+			for _, c := range d.Children {
+				kids = append(kids, state.Atom{ID: c.ID, Description: c.Description, DependsOn: c.DependsOn})
+			}
+			parent := d.Parent
+			if parent == "" {
+				parent = forAtom
+			}
+			if _, err := dag.Decompose(e.s, parent, kids, nonBlank(d.Reason, "planner: "+parent+" failed")); err != nil {
+				laterD, laterDErr = append(laterD, d), append(laterDErr, err)
+				continue
+			}
+			e.event(journal.Event{Type: journal.Decompose, Atom: parent, OK: journal.Bool(true), Data: map[string]any{"children": ids(kids)}})
+			e.say("planner split %s into %s", parent, strings.Join(ids(kids), ", "))
+			added++
 		}
-		parent := d.Parent
-		if parent == "" {
-			parent = forAtom
+		batch := make([]state.Atom, len(props))
+		for i, p := range props {
+			batch[i] = state.Atom{ID: p.ID, Description: p.Description, DependsOn: p.DependsOn, ORGroup: p.ORGroup}
 		}
-		if _, err := dag.Decompose(e.s, parent, kids, nonBlank(d.Reason, "planner: "+parent+" failed")); err != nil {
-			e.event(journal.Event{Type: journal.Decompose, Atom: parent, OK: journal.Bool(false), Reason: err.Error()})
-			continue
+		var laterA []agent.PlannedAtom
+		var laterAErr []error
+		for i, err := range dag.AddAtoms(e.s, batch) {
+			p := props[i]
+			if err != nil {
+				laterA, laterAErr = append(laterA, p), append(laterAErr, err)
+				continue
+			}
+			e.event(journal.Event{Type: journal.AddAtom, Atom: p.ID, OK: journal.Bool(true)})
+			e.say("planner added %s: %s", p.ID, oneLine(p.Description, 60))
+			added++
 		}
-		e.event(journal.Event{Type: journal.Decompose, Atom: parent, OK: journal.Bool(true), Data: map[string]any{"children": ids(kids)}})
-		e.say("planner split %s into %s", parent, strings.Join(ids(kids), ", "))
-		n++
+		n += added
+		decs, decErrs, props, atomErrs = laterD, laterDErr, laterA, laterAErr
+		if added == 0 || len(decs)+len(props) == 0 {
+			break
+		}
 	}
-	for _, p := range res.Atoms {
-		a := state.Atom{ID: p.ID, Description: p.Description, DependsOn: p.DependsOn, ORGroup: p.ORGroup}
-		if err := dag.AddAtom(e.s, a); err != nil {
-			e.event(journal.Event{Type: journal.AddAtom, Atom: p.ID, OK: journal.Bool(false), Reason: err.Error()})
-			continue
-		}
-		e.event(journal.Event{Type: journal.AddAtom, Atom: p.ID, OK: journal.Bool(true)})
-		e.say("planner added %s: %s", p.ID, oneLine(p.Description, 60))
-		n++
+	for i, d := range decs {
+		parent := nonBlank(d.Parent, forAtom)
+		e.event(journal.Event{Type: journal.Decompose, Atom: parent, OK: journal.Bool(false), Reason: decErrs[i].Error()})
+		e.say("planner's split of %s refused: %v", parent, decErrs[i])
+	}
+	for i, p := range props {
+		e.event(journal.Event{Type: journal.AddAtom, Atom: p.ID, OK: journal.Bool(false), Reason: atomErrs[i].Error()})
+		e.say("planner's atom %s refused: %v", p.ID, atomErrs[i])
 	}
 	if n > 0 {
 		e.expanded = true
