@@ -375,3 +375,41 @@ func BenchmarkExecutable(b *testing.B) {
 		})
 	}
 }
+
+func TestSetStatusWaitsForDependencies(t *testing.T) {
+	s := build(t, "A:pending:", "B:pending:A", "C1:pending::g", "C2:pending::g", "D:pending:C1")
+	err := SetStatus(s, "B", state.StatusInProgress)
+	if !errors.Is(err, ErrTransition) || !strings.Contains(err.Error(), "B cannot be in_progress yet: its dependency A is pending; resolve A first") {
+		t.Errorf("B in_progress before A: %v", err)
+	}
+	s.Atom("B").Status = state.StatusInProgress
+	if err := SetStatus(s, "B", state.StatusResolved); err == nil || !strings.Contains(err.Error(), "B cannot be resolved yet") {
+		t.Errorf("B resolved before A: %v", err)
+	}
+	if err := SetStatus(s, "B", state.StatusPending); err != nil {
+		t.Errorf("back to pending is always allowed: %v", err)
+	}
+	if err := SetStatus(s, "D", state.StatusInProgress); err == nil || !strings.Contains(err.Error(), "its dependency C1 (the selected choice of OR group g) is pending") {
+		t.Errorf("D before its OR group: %v", err)
+	}
+	s.Atom("A").Status = state.StatusResolved
+	if err := SetStatus(s, "B", state.StatusInProgress); err != nil {
+		t.Errorf("B once A is resolved: %v", err)
+	}
+}
+
+func TestNewAtomsNeedASafeID(t *testing.T) {
+	s := build(t, "A:pending:")
+	for _, id := range []string{"two words", "a/b", "$(touch x)", "-rf"} {
+		err := AddAtom(s, state.Atom{ID: id, Description: "x"})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), state.IDRule) {
+			t.Errorf("AddAtom(%q) = %v; want the id rule", id, err)
+		}
+		if _, err := Decompose(s, "A", []state.Atom{{ID: id, Description: "x"}}, "r"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Decompose with child %q = %v; want ErrInvalid", id, err)
+		}
+	}
+	if len(s.Atoms) != 1 {
+		t.Errorf("atoms added: %d", len(s.Atoms))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -143,5 +144,82 @@ func TestUpdateLockFollowsTheRealFile(t *testing.T) {
 		if _, err := os.Lstat(l + ".lock"); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a lock file beside the link %s: %v", l, err)
 		}
+	}
+}
+
+func TestFindSearchesUpward(t *testing.T) {
+	root := t.TempDir()
+	deep := filepath.Join(root, "a", "b", "c")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := Find(deep); ok {
+		t.Fatalf("Find in an empty tree = %q; want none", p)
+	}
+	// A .claude folder without a state file is not a match (Claude Code
+	// keeps its settings there): the search goes on.
+	if err := os.MkdirAll(filepath.Join(root, "a", "b", ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(root, "a", DefaultPath)
+	if err := os.MkdirAll(filepath.Dir(want), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(want, []byte(miniState), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := Find(deep); !ok || p != want {
+		t.Errorf("Find = %q, %v; want %q", p, ok, want)
+	}
+	if p, ok := Find(filepath.Join(root, "a")); !ok || p != want {
+		t.Errorf("Find in the project itself = %q, %v; want %q", p, ok, want)
+	}
+}
+
+func TestReadRefusesAFileOverTheLimitFromItsSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.md")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sparse file: 300 MB on paper, nothing on disk; reading it whole would
+	// take seconds and the memory of 300 MB.
+	if err := f.Truncate(300 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	start := time.Now()
+	_, err = NewStore(path).Read()
+	var tl *TooLargeError
+	if !errors.As(err, &tl) {
+		t.Fatalf("Read = %v; want a *TooLargeError", err)
+	}
+	if want := "state file " + path + " is 300 MiB, more than the 64 MiB a state file may hold; check the path"; err.Error() != want {
+		t.Errorf("error = %q\nwant    %q", err, want)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("refusing took %s: the file was read", d)
+	}
+	if _, err := NewStore(path).Update(func(*State) error { return nil }); !errors.As(err, &tl) {
+		t.Errorf("Update = %v; want a *TooLargeError", err)
+	}
+}
+
+func TestRefuseInvalidLeavesTheFileAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.md")
+	src := strings.Replace(miniState, "  iteration: 1\n", "  iteration: HOME[$(touch x)]\n\n", 1)
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewStore(path).RefuseInvalid().Update(func(s *State) error {
+		s.Control.Status = ControlStopped
+		return nil
+	})
+	var ie *InvalidFileError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "control.iteration: must be an integer") {
+		t.Fatalf("Update = %v; want an *InvalidFileError naming control.iteration", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != src {
+		t.Errorf("the file changed:\n%s", got)
 	}
 }

@@ -44,6 +44,35 @@ type Store struct {
 	// written is the file the last write of this store put in place, as
 	// it was when it replaced the old one.
 	written fs.FileInfo
+	// refuseInvalid makes Update refuse a file that does not validate as it
+	// was read (see RefuseInvalid).
+	refuseInvalid bool
+}
+
+// RefuseInvalid makes the store's updates refuse a file that does not
+// validate as read (an *InvalidFileError), leaving it byte-identical, instead
+// of accepting changes that add no new error. A person's commands use it: a
+// change written over an invalid file would rewrite what could not be read
+// (a value that is not a number becomes 0); the file must be repaired by hand
+// first. It returns st.
+func (st *Store) RefuseInvalid() *Store {
+	st.refuseInvalid = true
+	return st
+}
+
+// InvalidFileError is an update refused because the file, as it was read,
+// does not validate.
+type InvalidFileError struct {
+	File   string
+	Issues []Issue // the file's errors, in validation order
+}
+
+func (e *InvalidFileError) Error() string {
+	more := ""
+	if n := len(e.Issues) - 1; n > 0 {
+		more = fmt.Sprintf(" (and %d more)", n)
+	}
+	return fmt.Sprintf("%s does not validate, so it is left unchanged: %s%s; repair it by hand first (aot validate lists every error with its line)", e.File, e.Issues[0], more)
 }
 
 // Written returns the file this store last wrote, as it was when it was put
@@ -79,7 +108,8 @@ func (st *Store) Read() (*State, error) {
 
 func (st *Store) readError(err error) error {
 	var pe *PathError
-	if errors.As(err, &pe) {
+	var tl *TooLargeError
+	if errors.As(err, &pe) || errors.As(err, &tl) {
 		return err
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -135,12 +165,21 @@ func (st *Store) update(fn func(*State) error, checkTransitions bool) (*State, e
 	if err != nil {
 		return nil, err
 	}
+	valid := false
+	if st.refuseInvalid {
+		if r := Validate(s); !r.Valid() {
+			return nil, &InvalidFileError{File: st.path, Issues: r.Errors}
+		}
+		valid = true
+	}
 	if err := fn(s); err != nil {
 		return nil, err
 	}
 	after := Validate(s)
 	var issues []Issue
-	if len(after.Errors) > 0 {
+	if len(after.Errors) > 0 && valid {
+		issues = after.Errors
+	} else if len(after.Errors) > 0 {
 		// Only errors the change added are refused (a person may repair a
 		// broken file step by step): compare with the file as it was read.
 		orig, err := st.parse(data)

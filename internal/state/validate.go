@@ -54,6 +54,7 @@ func Validate(s *State) Report {
 	v.objective(&s.Objective)
 	v.control(&s.Control)
 	idx := v.atoms(s)
+	v.order(s, idx)
 	v.cycles(s, idx)
 	v.orGroups(s, idx)
 	v.decompositions(s, idx)
@@ -185,6 +186,9 @@ func (v *validator) atoms(s *State) map[string]int {
 			v.err("atoms["+strconv.Itoa(i)+"].id", a.Line, "duplicate atom id %q (first at line %d)", a.ID, s.Atoms[j].Line)
 			continue
 		}
+		if err := ValidID(a.ID); err != nil {
+			v.warn("atoms["+strconv.Itoa(i)+"].id", a.Line, "%v (new atoms must follow it; this one still works)", err)
+		}
 		idx[a.ID] = i
 	}
 	running := s.Control.Status == ControlRunning
@@ -224,6 +228,45 @@ func (v *validator) atoms(s *State) map[string]int {
 		}
 	}
 	return idx
+}
+
+// order warns about an atom in progress or resolved while one of its
+// dependencies is not satisfied (resolved, or a choice of an OR group whose
+// selected choice is resolved): work started before what it needs was done,
+// by a hand edit or a dependency that was reset since.
+func (v *validator) order(s *State, idx map[string]int) {
+	var selected map[string]string
+	satisfied := func(id string) bool {
+		j, ok := idx[id]
+		if !ok {
+			return true // an unknown atom is an error of its own
+		}
+		d := &s.Atoms[j]
+		if d.ORGroup != "" {
+			if selected == nil {
+				selected = make(map[string]string, len(s.ORGroups))
+				for _, g := range s.ORGroups {
+					selected[g.Name] = g.Selected
+				}
+			}
+			if sel := selected[d.ORGroup]; sel != "" {
+				k, ok := idx[sel]
+				return ok && s.Atoms[k].Status == StatusResolved
+			}
+		}
+		return d.Status == StatusResolved
+	}
+	for i := range s.Atoms {
+		a := &s.Atoms[i]
+		if a.Status != StatusInProgress && a.Status != StatusResolved {
+			continue
+		}
+		for _, d := range a.DependsOn {
+			if d != a.ID && !satisfied(d) {
+				v.warn("atoms["+strconv.Itoa(i)+"].status", a.Line, "atom %q is %s while its dependency %q is not resolved", a.ID, a.Status, d)
+			}
+		}
+	}
 }
 
 // cycles reports every strongly connected component of the dependency graph
