@@ -29,7 +29,7 @@ func update(g *globalOptions, fn func(*state.State) error) (*state.State, error)
 	}
 	s, err := g.store().Update(fn)
 	if err != nil {
-		return nil, describeReadError(err)
+		return nil, g.describe(err)
 	}
 	return s, nil
 }

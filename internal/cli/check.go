@@ -119,7 +119,7 @@ func gateRun(opts *gateOptions) error {
 	doc := gateDoc{Missing: []string{}}
 	s, err := readState(opts.Global)
 	switch {
-	case errors.Is(err, state.ErrNotExist):
+	case errors.Is(err, state.ErrNotExist) && opts.Global.searched == "":
 		doc.Missing = append(doc.Missing, "the state file does not exist: "+opts.Global.StateFile)
 	case err != nil:
 		doc.Missing = append(doc.Missing, sentence(err))

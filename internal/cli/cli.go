@@ -35,6 +35,8 @@ type deps struct {
 	now     func() time.Time
 	version string
 	self    string // the path that runs this program again (aot demo's agent)
+	argv0   string // the program as it was invoked, for commands a person copies
+	getwd   func() (string, error)
 }
 
 // Main runs the aot command line with args (without the program name) and
@@ -47,6 +49,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		now:     time.Now,
 		version: buildVersion(),
 		self:    selfPath(),
+		argv0:   os.Args[0],
+		getwd:   os.Getwd,
 	}
 	return run(context.Background(), d, args)
 }
@@ -171,6 +175,11 @@ func tuneGC(args []string, getenv func(string) string) {
 	path := getenv(envStateFile)
 	if path == "" {
 		path = state.DefaultPath
+		if wd, err := os.Getwd(); err == nil {
+			if found, ok := state.Find(wd); ok {
+				path = found
+			}
+		}
 	}
 	command := ""
 	for i, a := range args {

@@ -180,6 +180,10 @@ func writeStateJSON(w io.Writer, doc stateDoc) error {
 			j.key("or_group")
 			j.str(a.ORGroup)
 		}
+		if a.Failed {
+			j.key("failed")
+			j.bool(true)
+		}
 		j.close('}')
 	}
 	j.close(']')
@@ -206,7 +210,7 @@ func writeStateJSON(w io.Writer, doc stateDoc) error {
 	for _, f := range []struct {
 		k string
 		v int
-	}{{"total", doc.Summary.Total}, {"pending", doc.Summary.Pending}, {"in_progress", doc.Summary.InProgress}, {"resolved", doc.Summary.Resolved}, {"executable", doc.Summary.Executable}} {
+	}{{"total", doc.Summary.Total}, {"pending", doc.Summary.Pending}, {"in_progress", doc.Summary.InProgress}, {"resolved", doc.Summary.Resolved}, {"failed", doc.Summary.Failed}, {"executable", doc.Summary.Executable}} {
 		j.key(f.k)
 		j.int(f.v)
 	}

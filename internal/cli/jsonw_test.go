@@ -19,13 +19,14 @@ func TestStateJSONMatchesEncodingJSON(t *testing.T) {
 			Atoms: []stateAtomDoc{
 				{ID: "A1", Description: "x \\ y ✓", Status: "resolved", DependsOn: []string{}},
 				{ID: "B\"2", Description: "", Status: "pending", DependsOn: []string{"A1", "é"}, ORGroup: "g"},
+				{ID: "B3", Description: "failed", Status: "pending", DependsOn: []string{}, ORGroup: "g", Failed: true},
 			},
 			ExecutableAtoms: []string{"B\"2"},
 			Bindings: bindingsDoc{
 				{AtomID: "A1", Summary: reason, Artifacts: []string{"a.go", "b/c.md"}},
 				{AtomID: "Z", Summary: "none"},
 			},
-			Summary: stateSummaryDoc{Total: 2, Pending: 1, Resolved: 1, Executable: 1},
+			Summary: stateSummaryDoc{Total: 3, Pending: 1, Resolved: 1, Failed: 1, Executable: 1},
 		},
 	}
 	for _, doc := range docs {

@@ -3,12 +3,15 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -16,9 +19,58 @@ import (
 type globalOptions struct {
 	StateFile string
 	JSON      bool
+	// searched is the directory the search for a state file started from
+	// when none was found in it or above it ("" when the path was given or
+	// found): a missing file is then explained as a failed search.
+	searched string
 }
 
-func (g *globalOptions) store() *state.Store { return state.NewStore(g.StateFile) }
+// store is the state file's store for a person's command: its updates
+// refuse a file that does not validate, leaving it byte-identical.
+func (g *globalOptions) store() *state.Store { return state.NewStore(g.StateFile).RefuseInvalid() }
+
+// resolveStateFile picks the state file when neither --state-file nor
+// AOT_STATE_FILE names one: the first .claude/aot-loop-state.md in the
+// working directory or a parent, as git finds .git. One in the working
+// directory keeps the short relative path; one above it is named by its
+// absolute path.
+func (g *globalOptions) resolveStateFile(explicit bool, getwd func() (string, error)) {
+	if explicit {
+		return
+	}
+	if getwd == nil {
+		getwd = os.Getwd
+	}
+	wd, err := getwd()
+	if err != nil {
+		return // the relative default then fails with its own message
+	}
+	found, ok := state.Find(wd)
+	switch {
+	case !ok:
+		g.searched = wd
+	case found != filepath.Join(wd, state.DefaultPath):
+		g.StateFile = found
+	}
+}
+
+// noStateFileError is a search for the state file that found none.
+type noStateFileError struct{ dir string }
+
+func (e *noStateFileError) Error() string {
+	return fmt.Sprintf("no state file: there is no %s in %s or any directory above it; create one with aot init (aot help init), or name one with --state-file or %s", state.DefaultPath, e.dir, envStateFile)
+}
+
+func (e *noStateFileError) Unwrap() error { return state.ErrNotExist }
+
+// describe makes a read or write error of the state file read as a sentence:
+// a missing file found by no search says where it was looked for.
+func (g *globalOptions) describe(err error) error {
+	if g.searched != "" && errors.Is(err, state.ErrNotExist) {
+		return &noStateFileError{dir: g.searched}
+	}
+	return describeReadError(err)
+}
 
 // projectRoot is the directory the loop works in: the parent of the state
 // file's `.claude/` directory, or the state file's own directory when it does
@@ -41,8 +93,10 @@ change the state file (.claude/aot-loop-state.md) safely: every change is
 made under a lock, validated, and written atomically, so a refused or failed
 change leaves the file byte-identical.
 
-Every command takes --state-file PATH (default $AOT_STATE_FILE, else
-.claude/aot-loop-state.md, relative to the working directory) and --json.
+Every command takes --state-file PATH and --json. Without --state-file or
+$AOT_STATE_FILE, aot uses the first .claude/aot-loop-state.md in the working
+directory or a directory above it, as git finds .git; aot init writes a new
+one in the working directory.
 With --json, stdout holds exactly one JSON document, errors included:
 {"success": false, "error": "..."} unless the command documents its own shape.
 
@@ -61,6 +115,12 @@ func newCmdRoot(d *deps) *cobra.Command {
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usagef("missing command")
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Name() != "init" {
+				g.resolveStateFile(flagChanged(cmd.Flags(), "state-file") || d.getenv(envStateFile) != "", d.getwd)
+			}
+			return nil
 		},
 	}
 	root.CompletionOptions.HiddenDefaultCmd = true
@@ -95,11 +155,27 @@ func newCmdRoot(d *deps) *cobra.Command {
 		root.AddCommand(c)
 	}
 	root.AddGroup(&cobra.Group{ID: "loop", Title: "The loop:"})
+	// aot run and aot stop (their own file, run.go) look at the state file
+	// first: a missing or invalid one is refused here, before the run lock
+	// or the aot-loop/ folder exist.
+	var runCmd *cobra.Command
+	runCmd = newCmdRun(d, g, func(opts *runOptions) error {
+		if err := checkRunnable(g); err != nil {
+			return err
+		}
+		return runRun(runCmd.Context(), opts)
+	})
+	stopCmd := newCmdStop(d, g, nil)
+	stopCmd.PreRunE = runE(func(cmd *cobra.Command, args []string) error {
+		_, err := readState(g)
+		return err
+	})
 	for _, c := range []*cobra.Command{
-		newCmdRun(d, g, nil),
-		newCmdStop(d, g, nil),
+		runCmd,
+		stopCmd,
 		newCmdRedirect(d, g, nil),
 		newCmdStatus(d, g, nil),
+		newCmdLogs(d, g, nil),
 		newCmdDemo(d, g, nil),
 	} {
 		c.GroupID = "loop"
@@ -189,9 +265,55 @@ func buildVersion() string {
 func readState(g *globalOptions) (*state.State, error) {
 	s, err := g.store().Read()
 	if err != nil {
-		return nil, describeReadError(err)
+		return nil, g.describe(err)
 	}
 	return s, nil
+}
+
+// readShown is readState for the commands that show the state to a person
+// (aot state, aot status): a file that does not validate is still shown, with
+// a warning on stderr naming its first error and line, and so is a file
+// with atom ids outside the safe set.
+func readShown(io *streams, g *globalOptions) (*state.State, error) {
+	s, err := readState(g)
+	if err != nil {
+		return nil, err
+	}
+	r := state.Validate(s)
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(io.ErrOut, "aot: warning: %s does not validate: %s%s; changes to it are refused until it is repaired (aot validate lists every error)\n",
+			g.StateFile, r.Errors[0], andMore(len(r.Errors)-1))
+	}
+	var ids []state.Issue
+	for _, w := range r.Warnings {
+		if strings.HasSuffix(w.Field, ".id") {
+			ids = append(ids, w)
+		}
+	}
+	if len(ids) > 0 {
+		fmt.Fprintf(io.ErrOut, "aot: warning: %s%s\n", ids[0], andMore(len(ids)-1))
+	}
+	return s, nil
+}
+
+func andMore(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d more)", n)
+}
+
+// checkRunnable refuses to start a loop on a state file that is missing,
+// unreadable or not ready, before anything is created beside it.
+func checkRunnable(g *globalOptions) error {
+	s, err := readState(g)
+	if err != nil {
+		return err
+	}
+	if missing := s.Missing(); len(missing) > 0 {
+		return &engine.NotReadyError{Missing: missing}
+	}
+	return nil
 }
 
 // describeReadError makes the store's errors read as sentences.

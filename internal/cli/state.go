@@ -26,9 +26,18 @@ parent whose children are unresolved. A binding alone never resolves an atom.
 
 JSON: {exists, status, iteration, stall_count, prev_pending_count,
 stop_requested, redirect_requested, stop_reason, atoms: [{id, description,
-status, depends_on, or_group?}], executable_atoms: [id], bindings: {id:
-{summary, artifacts}}, summary: {total, pending, in_progress, resolved,
-executable}}. A missing or unreadable file gives {error, exists} and exit 1.`
+status, depends_on, or_group?, failed?}], executable_atoms: [id], bindings:
+{id: {summary, artifacts}}, summary: {total, pending, in_progress, resolved,
+failed, executable}}. A missing or unreadable file gives {error, exists} and
+exit 1.
+
+A failed OR choice (in its group's failed list) keeps status pending in the
+file, since it may be selected again, but is shown as failed: "failed" in the
+table, failed: true in JSON, and counted as failed rather than pending.
+
+A file that does not validate is still shown, with a warning on stderr
+naming its first error and line (aot validate lists them all); commands that
+change the state refuse it until it is repaired.`
 
 func newCmdState(d *deps, g *globalOptions, runF func(*stateOptions) error) *cobra.Command {
 	opts := &stateOptions{IO: d.io, Global: g}
@@ -52,13 +61,19 @@ type stateAtomDoc struct {
 	Status      string   `json:"status"`
 	DependsOn   []string `json:"depends_on"`
 	ORGroup     string   `json:"or_group,omitempty"`
+	// Failed marks an OR choice in its group's failed list: its status is
+	// pending (it may be selected again), but it will not run.
+	Failed bool `json:"failed,omitempty"`
 }
 
+// stateSummaryDoc counts atoms by status; a failed OR choice counts as
+// failed, not pending, so that the counts add up to total.
 type stateSummaryDoc struct {
 	Total      int `json:"total"`
 	Pending    int `json:"pending"`
 	InProgress int `json:"in_progress"`
 	Resolved   int `json:"resolved"`
+	Failed     int `json:"failed"`
 	Executable int `json:"executable"`
 }
 
@@ -108,7 +123,7 @@ func (b bindingsDoc) MarshalJSON() ([]byte, error) {
 }
 
 func stateRun(opts *stateOptions) error {
-	s, err := readState(opts.Global)
+	s, err := readShown(opts.IO, opts.Global)
 	if err != nil {
 		if opts.Global.JSON {
 			writeJSON(opts.IO.Out, stateErrorDoc{Error: sentence(err), Exists: !errors.Is(err, state.ErrNotExist)})
@@ -138,18 +153,28 @@ func newStateDoc(s *state.State) stateDoc {
 		ExecutableAtoms:   []string{},
 		Bindings:          bindingsDoc(s.Bindings),
 	}
+	failed := map[string]bool{}
+	for _, g := range s.ORGroups {
+		for _, id := range g.Failed {
+			failed[g.Name+"\x00"+id] = true
+		}
+	}
 	for _, a := range s.Atoms {
 		deps := a.DependsOn
 		if deps == nil {
 			deps = []string{}
 		}
-		doc.Atoms = append(doc.Atoms, stateAtomDoc{ID: a.ID, Description: a.Description, Status: a.Status, DependsOn: deps, ORGroup: a.ORGroup})
-		switch a.Status {
-		case state.StatusPending:
+		ad := stateAtomDoc{ID: a.ID, Description: a.Description, Status: a.Status, DependsOn: deps, ORGroup: a.ORGroup}
+		ad.Failed = a.ORGroup != "" && a.Status != state.StatusResolved && failed[a.ORGroup+"\x00"+a.ID]
+		doc.Atoms = append(doc.Atoms, ad)
+		switch {
+		case ad.Failed:
+			doc.Summary.Failed++
+		case a.Status == state.StatusPending:
 			doc.Summary.Pending++
-		case state.StatusInProgress:
+		case a.Status == state.StatusInProgress:
 			doc.Summary.InProgress++
-		case state.StatusResolved:
+		case a.Status == state.StatusResolved:
 			doc.Summary.Resolved++
 		}
 	}
@@ -175,7 +200,11 @@ func printState(io *streams, s *state.State, doc stateDoc) {
 	if doc.RedirectRequested {
 		fmt.Fprintf(tw, "Redirect\trequested\n")
 	}
-	fmt.Fprintf(tw, "Atoms\t%d: %d pending, %d in progress, %d resolved\n", sum.Total, sum.Pending, sum.InProgress, sum.Resolved)
+	failed := ""
+	if sum.Failed > 0 {
+		failed = fmt.Sprintf(", %d failed", sum.Failed)
+	}
+	fmt.Fprintf(tw, "Atoms\t%d: %d pending, %d in progress, %d resolved%s\n", sum.Total, sum.Pending, sum.InProgress, sum.Resolved, failed)
 	fmt.Fprintf(tw, "Executable\t%s\n", orDash(strings.Join(doc.ExecutableAtoms, ", ")))
 	_ = tw.Flush()
 	if len(s.Atoms) > 0 {
@@ -183,7 +212,11 @@ func printState(io *streams, s *state.State, doc stateDoc) {
 		tw = io.table()
 		fmt.Fprintf(tw, "ID\t%s\tDEPENDS ON\tOR GROUP\tDESCRIPTION\n", io.paint(styleDefault, "STATUS"))
 		for _, a := range doc.Atoms {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, io.status(a.Status), orDash(strings.Join(a.DependsOn, ",")), orDash(a.ORGroup), oneLine(a.Description, 60))
+			st := a.Status
+			if a.Failed {
+				st = "failed" // pending by the contract, but it will not run unless selected again
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, io.status(st), orDash(strings.Join(a.DependsOn, ",")), orDash(a.ORGroup), oneLine(a.Description, 60))
 		}
 		_ = tw.Flush()
 	}

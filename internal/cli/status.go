@@ -90,7 +90,7 @@ type statusDoc struct {
 }
 
 func statusRun(opts *statusOptions) error {
-	s, err := readState(opts.Global)
+	s, err := readShown(opts.IO, opts.Global)
 	if err != nil {
 		return err
 	}
