@@ -21,11 +21,12 @@ type demoOptions struct {
 	Global *globalOptions
 	Dir    string
 	Pace   time.Duration
-	self   string
+	self   string // the absolute path the agent runs this program by
+	argv0  string // how the person invoked it, for the commands the demo suggests
 }
 
 func newCmdDemo(d *deps, g *globalOptions, runF func(*demoOptions) error) *cobra.Command {
-	opts := &demoOptions{IO: d.io, Global: g, self: d.self}
+	opts := &demoOptions{IO: d.io, Global: g, self: d.self, argv0: d.argv0}
 	cmd := &cobra.Command{
 		Use:   "demo [DIR]",
 		Short: "Watch a whole loop in under a minute, no LLM needed",
@@ -37,7 +38,11 @@ then aot's own verification of the base case and the halt.
 
 The agent is a real process per task (aot demo-agent, through the exec
 protocol), so the demo exercises exactly what a real agent would.
-Afterwards, inspect it with: aot status --state-file DIR/.claude/aot-loop-state.md`,
+Afterwards, inspect it with: aot status --state-file DIR/.claude/aot-loop-state.md
+
+DIR must not hold a state file already: the demo never replaces one (exit 1).
+JSON: the outcome of aot run, {reason, exit_code, message, iterations,
+resolved, unresolved, usage, elapsed}, with dir and state_file.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -69,7 +74,9 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 		return err
 	}
 	out := opts.IO.Out
-	fmt.Fprintf(out, "demo project: %s\n\n", dir)
+	if !opts.Global.JSON {
+		fmt.Fprintf(out, "demo project: %s\n\n", dir)
+	}
 	cmdline := shellQuote(opts.self) + " demo-agent --pace " + opts.Pace.String()
 	eo := engine.Options{StateFile: path, Agent: &agent.Exec{Command: cmdline}, AgentTimeout: time.Minute}
 	if !opts.Global.JSON {
@@ -80,17 +87,36 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 		return err
 	}
 	if opts.Global.JSON {
-		writeJSON(out, o)
+		writeJSON(out, demoDoc{Outcome: o, Dir: dir, StateFile: path})
 	} else {
 		fmt.Fprintf(out, "\n%s (%s): %s\n", opts.IO.status(map[bool]string{true: "completed", false: "stopped"}[o.Reason == engine.Completed]), o.Reason, o.Message)
 		fmt.Fprintf(out, "%d iterations, %d atoms resolved, %s\n\n", o.Iterations, o.Resolved, o.Elapsed)
-		fmt.Fprintf(out, "look around:\n  aot status --state-file %s\n  aot state --state-file %s\n  cat %s\n",
-			shellQuote(path), shellQuote(path), shellQuote(filepath.Join(filepath.Dir(path), "aot-loop", "events.ndjson")))
+		prog := invokedAs(opts.argv0)
+		fmt.Fprintf(out, "look around:\n  %s status --state-file %s\n  %s state --state-file %s\n  cat %s\n",
+			prog, shellQuote(path), prog, shellQuote(path), shellQuote(filepath.Join(filepath.Dir(path), "aot-loop", "events.ndjson")))
 	}
 	if o.ExitCode != 0 {
 		return reported(o.ExitCode)
 	}
 	return nil
+}
+
+// demoDoc is aot demo's JSON document: the run's outcome and where the
+// project is.
+type demoDoc struct {
+	engine.Outcome
+	Dir       string `json:"dir"`
+	StateFile string `json:"state_file"`
+}
+
+// invokedAs is how a person runs this program again from the same working
+// directory, as a shell word: as it was invoked, the name alone when the
+// shell found it on PATH ("aot"), the path otherwise ("./bin/aot").
+func invokedAs(argv0 string) string {
+	if argv0 == "" {
+		return "aot"
+	}
+	return shellQuote(argv0)
 }
 
 // shellQuote quotes s for sh.

@@ -11,6 +11,7 @@ package demo
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +23,17 @@ import (
 	"github.com/aot-loop/aot/internal/state"
 )
 
-// Write creates the demo project's state file in dir.
+// Write creates the demo project's state file in dir. It never replaces a
+// state file: a directory that already has one (or anything else at its
+// path) is refused, so that a demo cannot overwrite a project's loop.
 func Write(dir string) (string, error) {
+	path := filepath.Join(dir, state.DefaultPath)
+	if err := state.CheckPath(path); !errors.Is(err, state.ErrNotExist) {
+		if err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("%s already has a state file (%s); aot demo never replaces one: give it a new or empty directory", dir, path)
+	}
 	check := func(item, typ, value string) state.ChecklistItem {
 		return state.ChecklistItem{Item: item, Check: &state.Check{Type: typ, Value: value}}
 	}
@@ -59,8 +69,7 @@ func Write(dir string) (string, error) {
 		atom("D", "Check every link of the site", "", "A2", "B1", "C"),
 	}, "aot demo: build a small static site")
 	s.ORGroups = []state.ORGroup{{Name: "render", Choices: []string{"B1", "B2"}, Selected: "B1", Failed: []string{}}}
-	path := filepath.Join(dir, state.DefaultPath)
-	if err := state.NewStore(path).Create(s, true); err != nil {
+	if err := state.NewStore(path).Create(s, false); err != nil {
 		return "", err
 	}
 	return path, nil
