@@ -29,7 +29,8 @@ type runOptions struct {
 	MaxParallel   int
 	MaxIterations int
 	AgentTimeout  time.Duration
-	Verbose       bool
+	Verbose       bool // accepted for old scripts: progress is printed by default
+	Quiet         bool
 	NoWait        bool
 }
 
@@ -50,14 +51,19 @@ stops the loop within a second, keeping all state; aot redirect changes it
 while it runs.
 
 The exec agent (--agent exec --agent-command CMD) runs CMD through the shell
-for every task, with the task as JSON on stdin and the environment variables
-AOT_ROLE, AOT_ATOM_ID, AOT_STATE_FILE and AOT_ATTEMPT; it must print one JSON
+for every task, in the project root, with the task as JSON on stdin and the
+environment variables AOT_ROLE, AOT_ATOM_ID, AOT_STATE_FILE (an absolute
+path), AOT_ATTEMPT, AOT_USAGE_FILE and AOT_PROC_TOKEN; it must print one JSON
 result on stdout. Anything else, a non-zero exit, a timeout or a crash is a
-failed attempt.
+failed attempt. The README's "exec agent protocol" has every role's task and
+answer; aot logs shows what each attempt printed.
 
-On a terminal, progress is shown live; otherwise only the outcome is printed
-(use --verbose for the progress lines). JSON: {reason, exit_code, message,
-iterations, resolved, unresolved, usage, waits?, elapsed}.
+Progress is printed as it happens, one line per event ([mm:ss] elapsed),
+on a terminal or not (a pipe, a file, CI): --quiet leaves only the final
+outcome line. With --json, stdout holds only the JSON document and the
+progress lines go to stderr (--quiet silences them). JSON: {reason,
+exit_code, message, iterations, resolved, unresolved, usage, waits?,
+elapsed}.
 
 ` + engine.ExitCodes
 
@@ -78,6 +84,9 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 			}
 			if strings.TrimSpace(opts.AgentCommand) == "" {
 				return usagef("--agent-command is required for the exec agent (or set AOT_AGENT_COMMAND)")
+			}
+			if opts.Quiet && opts.Verbose {
+				return usagef("--quiet and --verbose contradict each other")
 			}
 			if opts.MaxParallel < 0 || opts.MaxIterations < 0 {
 				return usagef("--max-parallel and --max-iterations must not be negative")
@@ -101,7 +110,8 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.IntVar(&opts.MaxParallel, "max-parallel", 0, "agents at once for this run (default: constraints.max_parallel_agents)")
 	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "iteration bound for this run (default: constraints.max_iterations)")
 	f.StringVar(&timeout, "agent-timeout", "", "deadline of one agent attempt (default 30m)")
-	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "print progress lines even when stdout is not a terminal")
+	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "print the progress lines (the default; kept for old scripts)")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress lines, only the outcome")
 	f.BoolVar(&opts.NoWait, "no-wait", false, "stop on a usage-limit answer (exit 10) instead of waiting for the quota's reset time")
 	return cmd
 }
@@ -127,7 +137,11 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		AgentTimeout:  opts.AgentTimeout,
 		NoWait:        opts.NoWait,
 	}
-	if (opts.IO.tty || opts.Verbose) && !opts.Global.JSON {
+	switch {
+	case opts.Quiet:
+	case opts.Global.JSON:
+		eo.Progress = opts.IO.ErrOut // stdout holds the one JSON document
+	default:
 		eo.Progress = opts.IO.Out
 	}
 	out, err := engine.Run(ctx, eo)

@@ -112,8 +112,8 @@ func statusRun(opts *statusOptions) error {
 			doc.Atoms.InProgress = append(doc.Atoms.InProgress, a.ID)
 		}
 	}
-	events, err := journal.Read(journal.PathFor(opts.Global.StateFile))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	events, err := readJournal(opts.IO, opts.Global.StateFile)
+	if err != nil {
 		return err
 	}
 	doc.Usage.Atoms = map[string]atomSpendDoc{}
@@ -242,8 +242,43 @@ func describeEvent(ev journal.Event) string {
 	if ev.DurationMS > 0 {
 		parts = append(parts, (time.Duration(ev.DurationMS) * time.Millisecond).String())
 	}
+	failedAttempt := ev.Type == journal.AtomFinish && ev.OK != nil && !*ev.OK && ev.Atom != ""
 	if ev.Reason != "" {
-		parts = append(parts, oneLine(ev.Reason, 70))
+		max := 70
+		if failedAttempt {
+			// The reason quotes the start of what the agent printed.
+			max = 240
+		}
+		parts = append(parts, oneLine(ev.Reason, max))
+	}
+	if failedAttempt {
+		parts = append(parts, "(output: aot logs "+shellWord(ev.Atom)+")")
 	}
 	return strings.Join(parts, "  ")
+}
+
+// readJournal reads the journal of a state file for a command that shows
+// it: a missing journal is an empty one, and a line that is not an event is
+// skipped with a warning on stderr naming the file and line.
+func readJournal(io *streams, stateFile string) ([]journal.Event, error) {
+	events, skipped, err := journal.Scan(journal.PathFor(stateFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	warnSkipped(io, skipped)
+	return events, nil
+}
+
+func warnSkipped(io *streams, skipped []journal.Skipped) {
+	for _, sk := range skipped {
+		fmt.Fprintf(io.ErrOut, "aot: warning: %s\n", sk)
+	}
+}
+
+// shellWord quotes an atom id for a command line when it needs it.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -882,7 +882,7 @@ func (e *engine) fail(a *state.Atom, reason string) {
 	a.LastFailure = oneLine(reason, 500)
 	a.Status = state.StatusPending
 	e.dirty = true
-	e.say("%s failed (attempt %d): %s", a.ID, a.Attempts, oneLine(reason, 80))
+	e.say("%s failed (attempt %d): %s (its output: aot logs %s)", a.ID, a.Attempts, oneLine(reason, 240), a.ID)
 	if g := e.s.ORGroup(a.ORGroup); g != nil && a.ORGroup != "" {
 		res, err := dag.FailOR(e.s, a.ID, reason, e.now())
 		if err == nil {

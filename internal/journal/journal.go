@@ -207,45 +207,114 @@ func (j *Journal) Close() error {
 	return err
 }
 
-// Read returns every complete event of the journal at path. A torn last line
-// (a crash mid-write) is ignored; a malformed line elsewhere is an error
-// naming its line number.
-func Read(path string) ([]Event, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return decode(data, path)
+// Skipped is a complete line of the journal that is not an event (a disk
+// error, a hand edit, a write by something else): readers skip it.
+type Skipped struct {
+	Path string `json:"path"`
+	Line int    `json:"line"` // 1-based
+	Err  string `json:"error"`
 }
 
-func decode(data []byte, path string) ([]Event, error) {
-	var out []Event
-	r := bufio.NewReader(bytes.NewReader(data))
-	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
-		complete := err == nil
-		if len(bytes.TrimSpace(line)) > 0 {
-			var e Event
-			if jerr := json.Unmarshal(line, &e); jerr != nil {
-				if !complete {
-					break // torn tail
-				}
-				return out, fmt.Errorf("%s:%d: %v", path, n, jerr)
-			}
-			out = append(out, e)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return out, err
-		}
+func (s Skipped) String() string {
+	return fmt.Sprintf("%s:%d: skipped a line that is not a journal event (%s)", s.Path, s.Line, s.Err)
+}
+
+// Read returns every complete event of the journal at path. A torn last line
+// (a crash mid-write) is ignored, and so is a malformed line elsewhere: Scan
+// says which lines were skipped.
+func Read(path string) ([]Event, error) {
+	events, _, err := Scan(path)
+	return events, err
+}
+
+// Scan returns every complete event of the journal at path and the complete
+// lines it skipped because they are not events, with their line numbers. A
+// torn last line is neither: it is still being written, or a crash cut it.
+// The error is only ever the file's (missing, unreadable).
+func Scan(path string) ([]Event, []Skipped, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
 	}
-	return out, nil
+	events, skipped, _ := decode(data, path, 1)
+	return events, skipped, nil
+}
+
+// decode reads the complete lines of data, the first numbered first. It
+// returns the events, the lines skipped, and how many bytes the complete
+// lines take (a torn tail is left for later).
+func decode(data []byte, path string, first int) ([]Event, []Skipped, int) {
+	var out []Event
+	var skipped []Skipped
+	used := 0
+	for n := first; used < len(data); n++ {
+		i := bytes.IndexByte(data[used:], '\n')
+		if i < 0 {
+			break // torn tail
+		}
+		line := data[used : used+i]
+		used += i + 1
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			skipped = append(skipped, Skipped{Path: path, Line: n, Err: err.Error()})
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, skipped, used
+}
+
+// Follower reads a journal as it grows (aot logs --follow): each Next
+// returns the complete lines appended since the last one.
+type Follower struct {
+	path string
+	off  int64
+	line int // the number of the next line
+}
+
+// NewFollower starts at the beginning of the journal at path.
+func NewFollower(path string) *Follower { return &Follower{path: path, line: 1} }
+
+// Next returns the events (and skipped lines) completed since the last call.
+// A journal that does not exist yet has nothing new; one that shrank below
+// what was read (a new journal) is read again from its start.
+func (f *Follower) Next() ([]Event, []Skipped, error) {
+	file, err := os.Open(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi.Size() < f.off {
+		f.off, f.line = 0, 1
+	}
+	if fi.Size() == f.off {
+		return nil, nil, nil
+	}
+	data := make([]byte, fi.Size()-f.off)
+	n, err := file.ReadAt(data, f.off)
+	if err != nil && err != io.EOF {
+		return nil, nil, err
+	}
+	data = data[:n]
+	events, skipped, used := decode(data, f.path, f.line)
+	f.off += int64(used)
+	f.line += bytes.Count(data[:used], []byte{'\n'})
+	return events, skipped, nil
 }
 
 // ReadSinceCheckpoint returns the complete events after the last checkpoint
-// (all of them when there is none), reading the file backwards from its end:
+// (all of them when there is none; lines that are not events are skipped),
+// reading the file backwards from its end:
 // a resume costs what happened since the last write of the state file, not
 // the whole history.
 func ReadSinceCheckpoint(path string) ([]Event, error) {
@@ -280,11 +349,13 @@ func ReadSinceCheckpoint(path string) ([]Event, error) {
 				if end < 0 {
 					return nil, nil // the checkpoint is the (torn) last line
 				}
-				return decode(tail[i+end+1:], path)
+				events, _, _ := decode(tail[i+end+1:], path, 0)
+				return events, nil
 			}
 		}
 	}
-	return decode(tail, path)
+	events, _, _ := decode(tail, path, 1)
+	return events, nil
 }
 
 // ReadFromCheckpoint returns the last checkpoint (nil when there is none) and

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,15 +71,74 @@ func TestTornTailIsCutOnOpen(t *testing.T) {
 	}
 }
 
-func TestMalformedLineNamesItsNumber(t *testing.T) {
+func TestMalformedLineIsSkippedAndNamed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	data := `{"type":"run_start"}` + "\n" + "not json\n" + `{"type":"stop"}` + "\n"
+	data := `{"type":"run_start"}` + "\n" + "not json\n" + "\n" + `{"type":"atom_start"` + "\n" + `{"type":"stop"}` + "\n" + `{"type":"che`
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Read(path)
-	if err == nil || !strings.Contains(err.Error(), path+":2:") {
-		t.Fatalf("Read error = %v; want one naming line 2", err)
+	events, skipped, err := Scan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 2 || events[0].Type != RunStart || events[1].Type != Stop {
+		t.Fatalf("events = %+v; want run_start and stop", events)
+	}
+	// Lines 2 and 4 are not events; the torn last line is not reported.
+	if len(skipped) != 2 || skipped[0].Line != 2 || skipped[1].Line != 4 || skipped[0].Path != path {
+		t.Fatalf("skipped = %+v; want lines 2 and 4", skipped)
+	}
+	if s := skipped[0].String(); !strings.HasPrefix(s, path+":2: skipped a line") {
+		t.Errorf("skipped line reads %q", s)
+	}
+	if got, err := Read(path); err != nil || len(got) != 2 {
+		t.Fatalf("Read = %+v, %v; want the two events", got, err)
+	}
+	// A resume reads past it too.
+	if got, err := ReadSinceCheckpoint(path); err != nil || len(got) != 2 {
+		t.Fatalf("ReadSinceCheckpoint = %+v, %v; want the two events", got, err)
+	}
+	if _, _, err := Scan(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Scan of a missing journal = %v", err)
+	}
+}
+
+func TestFollowerReadsCompleteLinesAsTheyCome(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	f := NewFollower(path)
+	if ev, sk, err := f.Next(); err != nil || len(ev)+len(sk) != 0 {
+		t.Fatalf("before the journal exists: %v %v %v", ev, sk, err)
+	}
+	appendTo := func(s string) {
+		t.Helper()
+		w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	appendTo(`{"type":"run_start"}` + "\n" + `{"type":"atom_st`)
+	ev, _, err := f.Next()
+	if err != nil || len(ev) != 1 || ev[0].Type != RunStart {
+		t.Fatalf("first Next = %+v, %v", ev, err)
+	}
+	appendTo(`art","atom":"A1"}` + "\n" + "garbage\n")
+	ev, sk, err := f.Next()
+	if err != nil || len(ev) != 1 || ev[0].Atom != "A1" || len(sk) != 1 || sk[0].Line != 3 {
+		t.Fatalf("second Next = %+v, %+v, %v; want A1's start and line 3 skipped", ev, sk, err)
+	}
+	if ev, sk, err := f.Next(); err != nil || len(ev)+len(sk) != 0 {
+		t.Fatalf("nothing new: %v %v %v", ev, sk, err)
+	}
+	// A new, shorter journal is read from its start.
+	if err := os.WriteFile(path, []byte(`{"type":"stop"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || ev[0].Type != Stop {
+		t.Fatalf("after the journal shrank: %+v, %v", ev, err)
 	}
 }
 
