@@ -71,7 +71,9 @@ func newCmdAtomSet(d *deps, g *globalOptions, runF func(*atomSetOptions) error) 
 		Long: `Set the status of atom ID. Legal changes: pending -> in_progress ->
 resolved, and any status back to pending. pending -> resolved is refused: an
 atom is resolved by finishing work on it (only a decomposed parent resolves
-directly, automatically, when all its children are resolved).
+directly, automatically, when all its children are resolved). in_progress and
+resolved are refused while a dependency is not resolved (a dependency on an
+OR choice waits for the group's selected choice); the message names it.
 
 JSON: {success, atom_id, status}.`,
 		Args: chainArgs(exactArgs("ID", "STATUS"), oneOfArg(1, "status", atomStatuses...)),
@@ -123,14 +125,18 @@ func newCmdAtomAdd(d *deps, g *globalOptions, runF func(*atomAddOptions) error) 
 	cmd := &cobra.Command{
 		Use:   "add ID --description D [--depends-on A1,A2] [--or-group G]",
 		Short: "Add a pending atom to the work graph",
-		Long: `Add a new pending atom. The id must be new, every dependency must exist,
-and the new edges must not close a cycle. With --or-group the atom joins that
+		Long: `Add a new pending atom. The id must be new and 1 to 64 letters, digits,
+'.', '_' and '-', starting with a letter or a digit; every dependency must
+exist, and the new edges must not close a cycle. With --or-group the atom joins that
 OR group as another choice (a new group is created with it selected).
 
 JSON: {success, atom_id, depends_on, or_group?}.`,
 		Args: exactArgs("ID"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
+			if err := state.ValidID(opts.ID); err != nil {
+				return usagef("%v", err)
+			}
 			if strings.TrimSpace(opts.Description) == "" {
 				return usagef("--description is required and must not be blank")
 			}
@@ -209,6 +215,9 @@ JSON: {success, parent, children, inherited_deps}.`,
 				id, desc = strings.TrimSpace(id), strings.TrimSpace(desc)
 				if !ok || id == "" || desc == "" {
 					return usagef("--child %q: want ID=DESCRIPTION with both parts non-empty", c)
+				}
+				if err := state.ValidID(id); err != nil {
+					return usagef("--child %q: %v", c, err)
 				}
 				if seen[id] {
 					return usagef("--child: id %q is given twice", id)

@@ -20,6 +20,7 @@ type initOptions struct {
 	DefinitionOfDone string
 	Checks           []state.ChecklistItem
 	Atoms            []state.Atom
+	ORGroups         []state.ORGroup
 	Prompt           string
 	Constraints      state.Constraints
 	Force            bool
@@ -36,25 +37,41 @@ NAME=TYPE:VALUE. Types: command (exit 0 passes), not_command (a normal
 non-zero exit passes), file and not_file (paths or globs, ** allowed),
 assertion and quality (judged by an LLM judge; VALUE is the criteria).
 
-Atoms (--atom, repeatable) are ID=DESCRIPTION; dependencies go in
---depends-on ID=DEP1,DEP2 (repeatable).
+Timeouts: a command or not_command check that runs longer than its timeout
+fails, its whole process group killed. The default is 60s (aot verify
+--timeout changes it for one verification). --check-timeout NAME=DURATION
+(repeatable) gives the check named NAME its own timeout: the check's timeout:
+field in the file, which wins over any default. DURATION is whole seconds
+(90) or a Go duration (10m, 1h30m). --check-timeout DURATION alone sets it
+for every command check that has none of its own. A check without a NAME is
+named after its value.
+
+Atoms (--atom, repeatable) are ID=DESCRIPTION; an id is 1 to 64 letters,
+digits, '.', '_' and '-', starting with a letter or a digit. Dependencies go
+in --depends-on ID=DEP1,DEP2 (repeatable). --or-group GROUP=ID1,ID2
+(repeatable) makes those atoms the alternative choices of OR group GROUP,
+the first one selected: the others run only when it fails (aot or fail, or
+the loop backtracking).
 
 Example:
   aot init --goal "Add a /health endpoint" \
     --background "Load balancers need a liveness probe" \
     --deliverables "GET /health returning 200 and a test" \
     --done "go test ./... passes and the handler exists" \
-    --check "tests=command:go test ./..." --check "file:internal/http/health.go" \
-    --atom "A1=Write the handler" --atom "A2=Write the test" --depends-on A2=A1
+    --check "tests=command:go test ./..." --check-timeout tests=10m \
+    --check "file:internal/http/health.go" \
+    --atom "A1=Write the handler" --atom "A2=Write the test" --depends-on A2=A1 \
+    --atom "B1=Document it in the README" --atom "B2=Document it in docs/" \
+    --or-group docs=B1,B2
 
 JSON: {success, state_file, atoms: [id], replaced?: {path, bytes}}.`
 
 func newCmdInit(d *deps, g *globalOptions, runF func(*initOptions) error) *cobra.Command {
 	opts := &initOptions{IO: d.io, Global: g}
-	var checks, atoms, depends []string
+	var checks, atoms, depends, timeouts, groups []string
 	var wall string
 	cmd := &cobra.Command{
-		Use:   "init --goal G --background B --deliverables D --done C --check TYPE:VALUE --atom ID=DESC",
+		Use:   "init --goal G --background B --deliverables D --done C --check [NAME=]TYPE:VALUE --atom ID=DESC",
 		Short: "Write a new state file from flags",
 		Long:  initLong,
 		Args:  cobra.NoArgs,
@@ -77,7 +94,13 @@ func newCmdInit(d *deps, g *globalOptions, runF func(*initOptions) error) *cobra
 			if opts.Checks, err = parseChecks(checks); err != nil {
 				return err
 			}
+			if err = applyCheckTimeouts(opts.Checks, timeouts); err != nil {
+				return err
+			}
 			if opts.Atoms, err = parseAtoms(atoms, depends); err != nil {
+				return err
+			}
+			if opts.ORGroups, err = parseORGroups(groups, opts.Atoms); err != nil {
 				return err
 			}
 			if wall != "" {
@@ -112,6 +135,8 @@ func newCmdInit(d *deps, g *globalOptions, runF func(*initOptions) error) *cobra
 	f.StringArrayVar(&checks, "check", nil, "a base-case check `[NAME=]TYPE:VALUE` (repeatable, at least one)")
 	f.StringArrayVar(&atoms, "atom", nil, "a first atom `ID=DESCRIPTION` (repeatable, at least one)")
 	f.StringArrayVar(&depends, "depends-on", nil, "dependencies of an atom as `ID=DEP1,DEP2` (repeatable)")
+	f.StringArrayVar(&timeouts, "check-timeout", nil, "a command check's timeout as `[NAME=]DURATION`, e.g. tests=10m (repeatable; default 60s)")
+	f.StringArrayVar(&groups, "or-group", nil, "an OR group of alternative atoms as `GROUP=ID1,ID2`, the first selected (repeatable)")
 	f.StringVar(&opts.Prompt, "prompt", "", "the original request, kept in the Markdown body (default: the goal)")
 	f.IntVar(&opts.Constraints.MaxIterations, "max-iterations", state.DefaultMaxIterations, "iteration bound")
 	f.IntVar(&opts.Constraints.MaxParallelAgents, "max-parallel", state.DefaultMaxParallelAgents, "agents at once")
@@ -176,6 +201,9 @@ func parseAtoms(list, depends []string) ([]state.Atom, error) {
 		if !ok || id == "" || desc == "" {
 			return nil, usagef("--atom %q: want ID=DESCRIPTION with both parts non-empty", raw)
 		}
+		if err := state.ValidID(id); err != nil {
+			return nil, usagef("--atom %q: %v", raw, err)
+		}
 		if _, dup := index[id]; dup {
 			return nil, usagef("--atom: id %q is given twice", id)
 		}
@@ -196,6 +224,96 @@ func parseAtoms(list, depends []string) ([]state.Atom, error) {
 		atoms[i].DependsOn = append(atoms[i].DependsOn, list...)
 	}
 	return atoms, nil
+}
+
+// applyCheckTimeouts reads --check-timeout [NAME=]DURATION: a named one
+// sets that check's timeout (a name given twice, or naming no check, is a
+// mistake); one without a name sets it for every command check still
+// without one. Only command and not_command checks run with a timeout.
+func applyCheckTimeouts(checks []state.ChecklistItem, list []string) error {
+	var all string
+	named := map[string]bool{}
+	for _, raw := range list {
+		name, value := "", strings.TrimSpace(raw)
+		// The duration never holds "=", a name (a command) may.
+		if i := strings.LastIndexByte(raw, '='); i >= 0 {
+			name, value = strings.TrimSpace(raw[:i]), strings.TrimSpace(raw[i+1:])
+		}
+		if d, err := state.ParseDuration(value); err != nil || d <= 0 {
+			return usagef("--check-timeout %q: want [NAME=]DURATION with DURATION whole seconds or a duration like 10m", raw)
+		}
+		if name == "" {
+			all = value
+			continue
+		}
+		if named[name] {
+			return usagef("--check-timeout: check %q is given twice", name)
+		}
+		named[name] = true
+		found := false
+		for i := range checks {
+			if checks[i].Item != name {
+				continue
+			}
+			found = true
+			if t := checks[i].Check.Type; t != state.CheckCommand && t != state.CheckNotCommand {
+				return usagef("--check-timeout %q: check %q is a %s check; only command and not_command checks run with a timeout", raw, name, t)
+			}
+			checks[i].Check.Timeout = value
+		}
+		if !found {
+			return usagef("--check-timeout %q: no --check is named %q (name one as NAME=TYPE:VALUE)", raw, name)
+		}
+	}
+	if all != "" {
+		for i := range checks {
+			if c := checks[i].Check; (c.Type == state.CheckCommand || c.Type == state.CheckNotCommand) && c.Timeout == "" {
+				c.Timeout = all
+			}
+		}
+	}
+	return nil
+}
+
+// parseORGroups reads --or-group GROUP=ID1,ID2: the atoms, each an --atom
+// and in one group at most, become the group's choices, the first selected.
+func parseORGroups(list []string, atoms []state.Atom) ([]state.ORGroup, error) {
+	index := map[string]int{}
+	for i, a := range atoms {
+		index[a.ID] = i
+	}
+	var groups []state.ORGroup
+	for _, raw := range list {
+		name, ids, ok := strings.Cut(raw, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, usagef("--or-group %q: want GROUP=ID1,ID2", raw)
+		}
+		choices, err := splitList("or-group", ids)
+		if err != nil {
+			return nil, err
+		}
+		if len(choices) < 2 {
+			return nil, usagef("--or-group %q: an OR group needs at least two alternative atoms", raw)
+		}
+		for _, g := range groups {
+			if g.Name == name {
+				return nil, usagef("--or-group: group %q is given twice", name)
+			}
+		}
+		for _, id := range choices {
+			i, known := index[id]
+			switch {
+			case !known:
+				return nil, usagef("--or-group %q: %q is not an --atom", raw, id)
+			case atoms[i].ORGroup != "":
+				return nil, usagef("--or-group %q: atom %q is already a choice of OR group %q", raw, id, atoms[i].ORGroup)
+			}
+			atoms[i].ORGroup = name
+		}
+		groups = append(groups, state.ORGroup{Name: name, Choices: choices, Selected: choices[0], Failed: []string{}})
+	}
+	return groups, nil
 }
 
 type initDoc struct {
@@ -225,6 +343,7 @@ func initRun(opts *initOptions) error {
 		Constraints:      opts.Constraints,
 	}
 	s := state.New(obj, opts.Atoms, prompt)
+	s.ORGroups = append(s.ORGroups, opts.ORGroups...)
 	replaced, err := opts.Global.store().CreateReplacing(s, opts.Force)
 	if err != nil {
 		if _, special := errors.AsType[*state.PathError](err); special && opts.Force {

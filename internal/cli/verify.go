@@ -26,7 +26,9 @@ func newCmdVerify(d *deps, g *globalOptions, runF func(*verifyOptions) error) *c
 		Short: "Run the base case's checks, or one check",
 		Long: `Run every check of the objective's base case, from the project root (the
 directory that holds .claude/). Commands run through the shell with a timeout;
-on timeout their whole process group is killed. not_command passes only on a
+on timeout their whole process group is killed. A check's own timeout: field
+(whole seconds, or a duration like 10m; aot init --check-timeout writes it)
+wins; otherwise --timeout applies, by default 60s. not_command passes only on a
 normal non-zero exit: a missing command (126, 127), a timeout or a signal is a
 failure. assertion and quality checks need an LLM judge: they are listed
 under skipped and the base case does not pass until they are judged.
