@@ -27,6 +27,7 @@ func TestScripts(t *testing.T) {
 		"waitfor": cmdWaitFor,
 		"pidgone": cmdPIDGone,
 		"signal":  cmdSignal,
+		"sparse":  cmdSparse,
 	}
 	maps.Copy(cmds, stateScriptCmds())
 	testscript.Run(t, testscript.Params{
@@ -108,4 +109,18 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	ts.Check(err)
 	ts.Check(syscall.Kill(pid, sig))
+}
+
+// sparse PATH MIB makes a file of MIB mebibytes that takes no disk space (a
+// hole): a huge state file, cheaply.
+func cmdSparse(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sparse PATH MIB")
+	}
+	mib, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Check(f.Truncate(int64(mib) << 20))
+	ts.Check(f.Close())
 }
