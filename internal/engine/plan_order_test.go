@@ -99,3 +99,58 @@ func TestTaskStateFileIsAbsolute(t *testing.T) {
 		}
 	}
 }
+
+// A corrupt line in the journal (not the torn last one) does not stop a
+// resume: the line is skipped and the results around it are replayed.
+func TestCrashReplaySkipsACorruptJournalLine(t *testing.T) {
+	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", "A1"}), func(s *state.State) {
+		s.Control.Status = state.ControlRunning
+		s.Atoms[0].Status = state.StatusInProgress
+	})
+	root := ProjectRoot(path)
+	jpath := journal.PathFor(path)
+	jr, err := journal.Open(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []journal.Event{{Type: journal.RunStart}, {Type: journal.Checkpoint}, {Type: journal.AtomStart, Atom: "A1", Role: "worker", Attempt: 1}} {
+		if err := jr.Append(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := jr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\x00\x00 not an event\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	jr, err = journal.Open(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jr.Append(journal.Event{Type: journal.AtomFinish, Atom: "A1", Role: "worker", Attempt: 1, OK: journal.Bool(true), Data: map[string]any{"summary": "A1 built"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := jr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ok := succeedAndTouch(root, "A2")
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		if t.Atom.ID == "A1" {
+			return agent.Result{Success: false, Summary: "A1 must not be redone"}, nil
+		}
+		return ok(ctx, t)
+	}}
+	out := runEngine(t, path, fa, nil)
+	if out.Reason != Completed || fa.count(agent.Worker, "A1") != 0 {
+		t.Fatalf("outcome = %+v, A1 redone %d times", out, fa.count(agent.Worker, "A1"))
+	}
+	if b := read(t, path).Binding("A1"); b == nil || b.Summary != "A1 built" {
+		t.Fatalf("A1 binding = %+v", b)
+	}
+}
