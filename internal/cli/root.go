@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -128,13 +129,27 @@ func newCmdRoot(d *deps) *cobra.Command {
 	root.SetOut(d.io.Out)
 	root.SetErr(d.io.ErrOut)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{err.Error()} })
+	// Help is a path of every command too: with --json it is one document.
+	defaultHelp := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if !g.JSON {
+			defaultHelp(c, args)
+			return
+		}
+		var buf bytes.Buffer
+		c.SetOut(&buf)
+		defaultHelp(c, args)
+		c.SetOut(nil)
+		root.SetOut(d.io.Out)
+		writeJSON(d.io.Out, helpDoc{Command: c.CommandPath(), Help: buf.String()})
+	})
 
 	def := d.getenv(envStateFile)
 	if def == "" {
 		def = state.DefaultPath
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.StateFile, "state-file", def, "state file `path` (env "+envStateFile+")")
+	pf.StringVar(&g.StateFile, "state-file", def, "state file `path` (env "+envStateFile+"; else the first "+state.DefaultPath+" here or in a parent directory)")
 	pf.BoolVar(&g.JSON, "json", false, "print one JSON document on stdout")
 
 	root.AddGroup(
@@ -183,6 +198,12 @@ func newCmdRoot(d *deps) *cobra.Command {
 	}
 	root.AddCommand(newCmdVersion(d, g), newCmdDemoAgent(d))
 	return root
+}
+
+// helpDoc is aot help's JSON document: the command and its help text.
+type helpDoc struct {
+	Command string `json:"command"`
+	Help    string `json:"help"`
 }
 
 // newGroupCmd is a command that only holds subcommands: run alone it is a
