@@ -496,3 +496,26 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+func TestTheJudgeGetsTheCheckInTheStateFilesOwnWords(t *testing.T) {
+	th := 4.0
+	path := project(t, atoms([2]string{"A", ""}), func(s *state.State) {
+		s.Objective.BaseCase = &state.BaseCase{HasChecklist: true, Checklist: []state.ChecklistItem{{Item: "readable", Check: &state.Check{
+			Type: state.CheckQuality, Criteria: "the README reads well", PassThreshold: &th,
+			Rubric: []state.RubricCriterion{{Criterion: "clarity", Weight: 1, Levels: []state.RubricLevel{{Score: 5, Text: "clear"}}}},
+		}}}}
+	})
+	var got string
+	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
+		if t.Role == agent.Judge {
+			data, _ := json.Marshal(t.Check)
+			got = string(data)
+		}
+		return agent.Result{Success: true, Feasible: true, Passed: true, Score: 5, Evidence: "fine"}, nil
+	}}
+	runEngine(t, path, fa, nil)
+	want := `{"criteria":"the README reads well","pass_threshold":4,"rubric":[{"criterion":"clarity","levels":[{"score":5,"text":"clear"}],"weight":1}],"type":"quality"}`
+	if got != want {
+		t.Fatalf("judge check = %s\nwant %s", got, want)
+	}
+}
