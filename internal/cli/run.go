@@ -153,7 +153,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return describeReadError(err)
 	}
 	if opts.Global.JSON {
-		writeJSON(opts.IO.Out, out)
+		writeJSON(opts.IO.Out, runDoc(out))
 	} else {
 		verdict := opts.IO.status("stopped")
 		if out.Reason == engine.Completed {
@@ -170,6 +170,19 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return reported(out.ExitCode)
 	}
 	return nil
+}
+
+// runDoc is aot run's JSON document: the outcome, and when the engine could
+// not go on, the documented error shape beside it.
+func runDoc(out engine.Outcome) any {
+	if out.Reason != engine.Failed {
+		return out
+	}
+	return struct {
+		engine.Outcome
+		Success bool   `json:"success"`
+		Error   string `json:"error"`
+	}{out, false, out.Message}
 }
 
 // signalContext is cancelled by Ctrl-C, SIGTERM or SIGHUP (a closed terminal
