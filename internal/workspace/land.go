@@ -1,0 +1,139 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Landing says where the loop's work is after [Manager.Land].
+type Landing struct {
+	Landed  bool   // the branch the run started from now holds the work
+	Branch  string // where the work is: that branch, or the integration branch
+	Commits int    // commits the loop added since the run started
+	Message string // one sentence for the person, with the command to take the work when it was not landed
+}
+
+// Land ends the run. When the branch the run started from has not moved
+// since (or only forward, to a commit of the integration branch), it is
+// fast-forwarded to the integration branch: with git merge --ff-only in the
+// person's working tree when it is checked out there and clean (git status
+// shows nothing but the engine's files), by moving the ref alone when it is
+// checked out nowhere. The integration worktree and branch are then removed.
+// Otherwise the work stays on the integration branch and the message says how
+// to take it. Call it when no attempt is running; the manager is not used
+// afterwards, except to Start a new run.
+func (m *Manager) Land(ctx context.Context) (Landing, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started {
+		return Landing{}, errors.New("workspace: Land before Start")
+	}
+	head, start := m.head, m.start
+	count, err := m.line(ctx, m.intPath, "rev-list", "--count", start.Head+".."+head)
+	if err != nil {
+		return Landing{}, fmt.Errorf("workspace: land: %w", err)
+	}
+	n, _ := strconv.Atoi(count)
+	l := Landing{Branch: m.intBranch, Commits: n}
+	if n == 0 {
+		l.Message = "the loop committed nothing"
+		return l, m.finishRun(ctx)
+	}
+	short := strings.TrimPrefix(start.Branch, "refs/heads/")
+	keep := func(why, how string) (Landing, error) {
+		l.Message = fmt.Sprintf("%s left on branch %s: %s; to take it, %s", plural(n), m.intBranch, why, how)
+		return l, nil
+	}
+	merge := "run `git merge " + m.intBranch + "` on " + short
+	if start.Branch == "" {
+		return keep("HEAD was detached when the run started", "run `git merge "+m.intBranch+"` on the branch you want it on")
+	}
+	cur, _ := m.line(ctx, m.root, "rev-parse", "--verify", "-q", start.Branch+"^{commit}")
+	if cur == "" {
+		return keep(short+" no longer exists", "run `git branch "+short+" "+m.intBranch+"`")
+	}
+	if _, err := m.git(ctx, m.root, "merge-base", "--is-ancestor", cur, head); err != nil {
+		if exitCode(err) != 1 {
+			return Landing{}, fmt.Errorf("workspace: land: %w", err)
+		}
+		return keep(short+" has commits the loop's work is not based on", merge)
+	}
+	if cur != head {
+		wts, err := m.worktrees(ctx, m.root)
+		if err != nil {
+			return Landing{}, fmt.Errorf("workspace: land: %w", err)
+		}
+		checkedOut := ""
+		for _, w := range wts {
+			if "refs/heads/"+w.branch == start.Branch {
+				checkedOut = w.path
+			}
+		}
+		switch checkedOut {
+		case "":
+			if _, err := m.git(ctx, m.root, "update-ref", "-m", "aot: land loop "+m.loop, start.Branch, head, cur); err != nil {
+				return keep(short+" could not be moved ("+err.Error()+")", merge)
+			}
+		case m.root:
+			dirty, err := m.dirty(ctx)
+			if err != nil {
+				return Landing{}, fmt.Errorf("workspace: land: %w", err)
+			}
+			if dirty {
+				return keep("your working tree has uncommitted changes, left as they were",
+					"commit or stash them, then "+merge)
+			}
+			if _, err := m.git(ctx, m.root, "merge", "-q", "--ff-only", "--no-stat", head); err != nil {
+				return keep("the fast-forward failed ("+err.Error()+")", merge)
+			}
+		default:
+			return keep(short+" is checked out in "+checkedOut, merge+" there")
+		}
+	}
+	l.Landed, l.Branch = true, short
+	l.Message = fmt.Sprintf("%s fast-forwarded onto %s (%.12s..%.12s)", plural(n), short, cur, head)
+	return l, m.finishRun(ctx)
+}
+
+// dirty reports whether the person's working tree has changes other than
+// the engine's files and the worktrees folder.
+func (m *Manager) dirty(ctx context.Context) (bool, error) {
+	args := []string{"status", "--porcelain", "-z", "--untracked-files=normal", "--", "."}
+	args = append(args, m.protect.excludes()...)
+	if rel, err := filepath.Rel(m.root, filepath.Dir(m.loopDir)); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
+		args = append(args, ":(exclude,literal)"+filepath.ToSlash(rel))
+	}
+	out, err := m.git(ctx, m.root, args...)
+	if err != nil {
+		return false, err
+	}
+	return len(out) > 0, nil
+}
+
+// finishRun removes the integration worktree, branch and start record.
+func (m *Manager) finishRun(ctx context.Context) error {
+	err := m.removeWorktree(ctx, m.root, m.intPath)
+	if _, e := m.git(ctx, m.root, "update-ref", "-d", "refs/heads/"+m.intBranch); e != nil && err == nil {
+		err = e
+	}
+	os.Remove(m.metaPath)
+	os.Remove(m.loopDir) // only when empty: kept attempts stay
+	os.Remove(filepath.Dir(m.loopDir))
+	m.started, m.history = false, nil
+	if err != nil {
+		return fmt.Errorf("workspace: land: %w", err)
+	}
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return "1 commit"
+	}
+	return strconv.Itoa(n) + " commits"
+}
