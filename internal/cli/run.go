@@ -32,6 +32,8 @@ type runOptions struct {
 	Verbose       bool // accepted for old scripts: progress is printed by default
 	Quiet         bool
 	NoWait        bool
+	Isolation     string
+	KeepFailed    bool
 }
 
 const runLong = `Run the loop until it halts: check that the state may start (a clear list
@@ -112,6 +114,8 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.StringVar(&timeout, "agent-timeout", "", "deadline of one agent attempt (default 30m)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "print the progress lines (the default; kept for old scripts)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress lines, only the outcome")
+	f.StringVar(&opts.Isolation, "isolation", engine.IsolationAuto, "how workers are kept apart: auto (a git worktree per attempt in a git repository, else none), worktree, none (one worker at a time in the project root), shared (in parallel in the project root)")
+	f.BoolVar(&opts.KeepFailed, "keep-failed", false, "keep failed attempts' worktrees and branches for a look (aot status lists them)")
 	f.BoolVar(&opts.NoWait, "no-wait", false, "stop on a usage-limit answer (exit 10) instead of waiting for the quota's reset time")
 	return cmd
 }
@@ -136,6 +140,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		MaxIterations: opts.MaxIterations,
 		AgentTimeout:  opts.AgentTimeout,
 		NoWait:        opts.NoWait,
+		Isolation:     opts.Isolation,
+		KeepFailed:    opts.KeepFailed,
 	}
 	switch {
 	case opts.Quiet:

@@ -157,13 +157,14 @@ func TestASweepWithoutProgressIsAStall(t *testing.T) {
 	if !strings.Contains(out.Message, "stall: 2 sweeps in a row without progress") || !strings.Contains(out.Message, "the base case fails: base_case:") {
 		t.Fatalf("message = %q", out.Message)
 	}
-	// Two sweeps: each atom tried exactly twice, and two stalls.
+	// Two sweeps: each atom tried twice, and two stalls (a retry already
+	// running when the second sweep ended is let finish: a third at most).
 	n := map[string]int{}
 	for _, c := range workerCalls(calls(t, dir)) {
 		n[c.atom]++
 	}
-	if n["A"] != 2 || n["B"] != 2 {
-		t.Fatalf("worker attempts = %v, want 2 each", n)
+	if n["A"] < 2 || n["B"] < 2 || n["A"]+n["B"] > 5 {
+		t.Fatalf("worker attempts = %v, want 2 each (one more for a retry in flight)", n)
 	}
 	if st := events(t, path, journal.Stall); len(st) != 2 {
 		t.Fatalf("stall events = %d, want 2", len(st))

@@ -50,7 +50,12 @@ type Options struct {
 	// NoWait stops the loop on a usage-limit answer even when the agent said
 	// when its quota resets (exit 10), instead of waiting for the reset.
 	NoWait bool
-	Now    func() time.Time
+	// Isolation is how worker attempts are kept apart: IsolationAuto,
+	// IsolationWorktree, IsolationNone or IsolationShared (the zero value).
+	Isolation string
+	// KeepFailed keeps a failed attempt's worktree and branch for a look.
+	KeepFailed bool
+	Now        func() time.Time
 }
 
 // DefaultAgentTimeout bounds one agent attempt when no timeout is given.
@@ -78,8 +83,10 @@ type Outcome struct {
 	Failures   []string    `json:"failures,omitempty"` // the base case's failing checks, when it was checked before stopping
 	// UnknownUsage counts attempts whose usage nobody reported: the totals
 	// are a lower bound when it is not 0.
-	UnknownUsage int    `json:"unknown_usage,omitempty"`
-	Elapsed      string `json:"elapsed"`
+	UnknownUsage int `json:"unknown_usage,omitempty"`
+	// Landing says where the merged work is, with isolated workers.
+	Landing string `json:"landing,omitempty"`
+	Elapsed string `json:"elapsed"`
 }
 
 // task is one agent run in flight.
@@ -98,6 +105,7 @@ type taskResult struct {
 	res agent.Result
 	err error
 	dur time.Duration
+	iso *taskMerge // what isolation did with a worker attempt
 }
 
 type engine struct {
@@ -138,8 +146,10 @@ type engine struct {
 	stop        *string      // a stop was requested, with its reason
 	parallel    int
 	maxIter     int
-	halt        *Outcome // a stop decided inside a step (usage limit)
-	trees       treeSet  // process trees of the attempts in flight
+	halt        *Outcome   // a stop decided inside a step (usage limit)
+	trees       treeSet    // process trees of the attempts in flight
+	iso         *isolation // nil: agents share the project root
+	isoCap      int        // the parallelism the isolation mode allows, 0 = no cap
 	lastBeat    time.Time
 
 	// Incremental view of the graph, so a transition costs the same at 10
@@ -308,6 +318,9 @@ func (e *engine) begin() error {
 	e.s = s
 	prev := s.Control.Status
 	e.killSurvivors()
+	if e.isoCap, err = e.openIsolation(context.Background()); err != nil {
+		return err
+	}
 	e.loadUsage()
 	replayed := e.replay()
 	switch prev {
@@ -342,7 +355,7 @@ func (e *engine) begin() error {
 		return err
 	}
 	e.newSweep()
-	e.say("running: %d atoms, %d unresolved, up to %d agents at once", len(s.Atoms), dag.Unresolved(s), e.parallel)
+	e.say("running: %d atoms, %d unresolved, up to %s at once", len(s.Atoms), dag.Unresolved(s), plural(e.parallel, "agent"))
 	return nil
 }
 
@@ -356,6 +369,9 @@ func (e *engine) applyBounds() {
 	}
 	if e.parallel <= 0 {
 		e.parallel = state.DefaultMaxParallelAgents
+	}
+	if e.isoCap > 0 && e.parallel > e.isoCap {
+		e.parallel = e.isoCap
 	}
 	e.maxIter = c.MaxIterations
 	if e.opts.MaxIterations > 0 {
@@ -677,15 +693,23 @@ func (e *engine) launch(ctx context.Context, id string) {
 	e.say("%s %s started (attempt %d): %s", role, id, t.attempt, oneLine(a.Description, 60))
 	tid, attempt := t.id, t.attempt
 	tctx = agent.WithStart(tctx, func(tr proc.Tree) { e.started(tid, id, attempt, tr) })
+	var tm *taskMerge
 	go func() {
 		start := time.Now()
-		res, err := e.opts.Agent.Run(tctx, in)
+		var res agent.Result
+		var err error
+		if e.iso != nil && role == agent.Worker {
+			tm = &taskMerge{}
+			res, err = e.isolatedRun(tctx, tid, in, tm)
+		} else {
+			res, err = e.opts.Agent.Run(tctx, in)
+		}
 		e.trees.remove(tid)
 		if err == nil && tctx.Err() != nil {
 			err = &agent.AttemptError{Reason: "cancelled; process group killed"}
 		}
 		cancel()
-		e.results <- taskResult{id: t.id, res: res, err: err, dur: time.Since(start)}
+		e.results <- taskResult{id: t.id, res: res, err: err, dur: time.Since(start), iso: tm}
 	}()
 }
 
@@ -698,7 +722,7 @@ func (e *engine) taskFor(a *state.Atom, role agent.Role, attempt int) agent.Task
 		Atom:        agent.AtomRef{ID: a.ID, Description: a.Description, DependsOn: append([]string{}, a.DependsOn...), ORGroup: a.ORGroup},
 		Objective:   agent.Objective{Goal: o.Goal, BackgroundIntent: o.BackgroundIntent, Deliverables: o.Deliverables, DefinitionOfDone: o.DefinitionOfDone},
 		Bindings:    map[string]agent.Binding{},
-		Workdir:     e.opts.Workdir,
+		Workdir:     e.readDir(),
 		Attempt:     attempt,
 		StateFile:   e.opts.StateFile,
 		LastFailure: a.LastFailure,
@@ -760,6 +784,13 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 			r.res = agent.Result{}
 		}
 	}
+	conflict := false
+	if r.err == nil && t.role == agent.Worker {
+		if c := e.mergeOutcome(t, &r); c != "" {
+			r.err = &agent.AttemptError{Reason: c, Usage: r.res.Usage}
+			conflict = true
+		}
+	}
 	ok := r.err == nil && r.res.OK(t.role)
 	if t.role == agent.Planner {
 		ok = r.err == nil // a plan that proposes nothing did not fail
@@ -800,6 +831,9 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	}
 	e.event(ev)
 	e.fail(a, reason)
+	if conflict && !e.parked(a) {
+		e.next[a.ID] = agent.Worker // re-run on the merged work, no probe or planner
+	}
 	return true
 }
 
@@ -921,4 +955,12 @@ func (e *engine) fail(a *state.Atom, reason string) {
 // check of its own.
 func (e *engine) stopWith(r Reason, msg string) {
 	e.halt = &Outcome{Reason: r, Message: msg}
+}
+
+// plural is "1 agent", "3 agents".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -272,7 +272,7 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 	}
 	var rep verify.Report
 	var err error
-	opts := verify.Options{Dir: e.opts.Workdir, Timeout: e.opts.CheckTimeout}
+	opts := verify.Options{Dir: e.readDir(), Timeout: e.opts.CheckTimeout}
 	if judges {
 		opts.Judge = &judge{e: e}
 	}
@@ -371,7 +371,7 @@ func (j *judge) Judge(ctx context.Context, item string, c *state.Check) (bool, s
 		Atom:      agent.AtomRef{ID: "base_case", Description: item, DependsOn: []string{}},
 		Objective: agent.Objective{Goal: j.e.s.Objective.Goal, DefinitionOfDone: j.e.s.Objective.DefinitionOfDone},
 		Bindings:  map[string]agent.Binding{},
-		Workdir:   j.e.opts.Workdir,
+		Workdir:   j.e.readDir(),
 		Attempt:   1,
 		StateFile: j.e.opts.StateFile,
 		Check:     checkJSON(c),
@@ -396,7 +396,7 @@ func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
 		Atom:      agent.AtomRef{ID: "base_case", Description: "the base case failed; propose atoms that fix it", DependsOn: []string{}},
 		Objective: agent.Objective{Goal: e.s.Objective.Goal, BackgroundIntent: e.s.Objective.BackgroundIntent, Deliverables: e.s.Objective.Deliverables, DefinitionOfDone: e.s.Objective.DefinitionOfDone},
 		Bindings:  map[string]agent.Binding{},
-		Workdir:   e.opts.Workdir,
+		Workdir:   e.readDir(),
 		Attempt:   e.s.Control.Iteration + 1,
 		StateFile: e.opts.StateFile,
 		Failures:  failures,
@@ -608,6 +608,7 @@ func (e *engine) finish(out *Outcome) error {
 		*out = e.outcome(e.halt.Reason, e.halt.Message)
 	}
 	e.killAll("the loop stopped: " + string(out.Reason))
+	landing := e.land(context.Background())
 	c := &e.s.Control
 	if out.Reason == Completed {
 		c.Status = state.ControlCompleted
@@ -618,9 +619,12 @@ func (e *engine) finish(out *Outcome) error {
 		c.StopReason = &msg
 	}
 	c.StopRequested = false
-	waits := out.Waits
+	waits, failures := out.Waits, out.Failures
 	*out = e.outcome(out.Reason, out.Message)
-	out.Waits = waits
+	out.Waits, out.Failures, out.Landing = waits, failures, landing
+	if landing != "" {
+		e.say("%s", landing)
+	}
 	e.event(journal.Event{Type: journal.Stop, Reason: string(out.Reason), Data: map[string]any{"message": out.Message, "exit_code": out.ExitCode}})
 	e.dirty = true
 	err := e.flush()

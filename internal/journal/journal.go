@@ -71,6 +71,10 @@ const (
 	QuotaResume = "quota_resume"
 	Process     = "agent_process" // an attempt's process tree, killed by a resuming engine if it outlived its engine
 	HandEdit    = "hand_edit"     // the state file was changed behind the engine's back
+	Workspace   = "workspace"     // the run's isolation: integration worktree and branch, or none
+	Worktree    = "worktree"      // an attempt's worktree, journaled before it exists; or an orphan removed
+	Merge       = "merge"         // an attempt's changes merged (or a conflict): changed files, commit
+	Landing     = "landing"       // where the merged work landed at the end of the run
 )
 
 // Event is one line of the journal. Fields that do not apply are left out.

@@ -309,21 +309,20 @@ func (m *Manager) Abandon(ctx context.Context, a Attempt) (kept bool, err error)
 	return true, nil
 }
 
-// removeWorktree removes the worktree at p, registered or not.
+// removeWorktree removes the worktree at p, registered or not, with its
+// folder present, half-made or gone. Only p's registration is touched,
+// never another worktree's (no git worktree prune).
 func (m *Manager) removeWorktree(ctx context.Context, dir, p string) error {
-	_, statErr := os.Lstat(p)
-	if statErr == nil {
-		if _, err := m.git(ctx, dir, "worktree", "remove", "--force", "--force", p); err == nil {
-			return nil
-		}
-		if err := os.RemoveAll(p); err != nil {
-			return err
-		}
+	if _, err := m.git(ctx, dir, "worktree", "remove", "--force", "--force", p); err == nil {
+		return nil
 	}
-	// A worktree whose folder is gone (or was never complete) is still
-	// registered: prune drops the registration.
-	_, err := m.git(ctx, dir, "worktree", "prune")
-	return err
+	if err := os.RemoveAll(p); err != nil {
+		return err
+	}
+	// With its folder gone git drops a registration; "not a working tree"
+	// means there was none.
+	m.git(ctx, dir, "worktree", "remove", "--force", "--force", p)
+	return nil
 }
 
 // owns reports whether a names a worktree of this loop.

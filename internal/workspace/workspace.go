@@ -40,10 +40,10 @@ import (
 	"sync"
 )
 
-// ErrNotGit is returned by [Open] when the project is not inside a git
-// working tree, or the repository has no commit yet: the caller runs without
-// isolation.
-var ErrNotGit = errors.New("not a git repository with a commit")
+// ErrNotGit is returned by [Open] when isolation is not available: the
+// project is not inside a git working tree, the repository has no commit yet,
+// or git is older than 2.38. The caller runs without isolation.
+var ErrNotGit = errors.New("no git isolation")
 
 // Options configure a [Manager].
 type Options struct {
@@ -114,9 +114,9 @@ type merged struct {
 	changed []string
 }
 
-// Open inspects the repository holding projectRoot; it writes nothing. It
-// returns an error wrapping [ErrNotGit] when projectRoot is not in a git
-// working tree or the repository has no commit.
+// Open inspects the repository holding projectRoot (which may be a folder
+// inside it); it writes nothing. It returns an error wrapping [ErrNotGit]
+// when isolation is not available there.
 func Open(ctx context.Context, projectRoot string, o Options) (*Manager, error) {
 	m := &Manager{env: gitEnv(), keepFailed: o.KeepFailed, bases: map[string]string{}}
 	abs, err := filepath.Abs(projectRoot)
@@ -135,6 +135,9 @@ func Open(ctx context.Context, projectRoot string, o Options) (*Manager, error) 
 		return nil, fmt.Errorf("workspace: %s: %w", abs, ErrNotGit)
 	}
 	m.root, m.common = realPath(lines[0]), realPath(lines[1])
+	if v, _ := m.line(ctx, abs, "version"); !versionAtLeast(v, 2, 38) {
+		return nil, fmt.Errorf("workspace: %s, need git 2.38 or later (merge-tree --write-tree): %w", v, ErrNotGit)
+	}
 	if _, err := m.git(ctx, abs, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
 		return nil, fmt.Errorf("workspace: %s has no commit yet: %w", m.root, ErrNotGit)
 	}
@@ -375,4 +378,20 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// versionAtLeast reports whether "git version X.Y.Z..." is at least
+// major.minor.
+func versionAtLeast(v string, major, minor int) bool {
+	fields := strings.Fields(v)
+	if len(fields) < 3 {
+		return false
+	}
+	parts := strings.SplitN(fields[2], ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	x, err1 := strconv.Atoi(parts[0])
+	y, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && (x > major || x == major && y >= minor)
 }

@@ -564,6 +564,22 @@ func TestNotGit(t *testing.T) {
 	}
 }
 
+func TestVersionAtLeast(t *testing.T) {
+	for v, want := range map[string]bool{
+		"git version 2.39.5":                 true,
+		"git version 2.38.0":                 true,
+		"git version 2.37.9":                 false,
+		"git version 3.0.0":                  true,
+		"git version 2.39.3 (Apple Git-146)": true,
+		"git version 2.45.1.windows.1":       true,
+		"":                                   false,
+	} {
+		if got := versionAtLeast(v, 2, 38); got != want {
+			t.Errorf("versionAtLeast(%q) = %v", v, got)
+		}
+	}
+}
+
 func TestPlanNamesAreStableAndSafe(t *testing.T) {
 	root := newRepo(t, map[string]string{"README": "x\n"})
 	m, err := Open(context.Background(), root, Options{LoopID: "my loop"})

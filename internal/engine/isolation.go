@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/workspace"
+)
+
+// Isolation modes of Options.Isolation.
+const (
+	// IsolationAuto: a worktree per worker attempt in a git repository;
+	// elsewhere as IsolationNone. The CLI's default.
+	IsolationAuto = "auto"
+	// IsolationWorktree: a worktree per worker attempt; not a git
+	// repository is an error.
+	IsolationWorktree = "worktree"
+	// IsolationNone: every agent in the project root, one worker at a time,
+	// so two agents never write the same files at once.
+	IsolationNone = "none"
+	// IsolationShared: every agent in the project root, in parallel: for
+	// agents that write nothing, or files the person knows to be disjoint.
+	// The zero value of Options.Isolation, for programs that embed the
+	// engine with in-process agents.
+	IsolationShared = "shared"
+)
+
+// isolation is the engine's git work for one run: nil when agents share
+// the project root.
+type isolation struct {
+	m       *workspace.Manager
+	merging sync.Mutex // merges in the order their results arrive
+}
+
+// openIsolation decides the run's isolation and prepares it: the orphans of
+// a crashed run are removed, and the integration worktree (journaled first)
+// is created. It returns the parallelism cap the mode imposes (0: none).
+func (e *engine) openIsolation(ctx context.Context) (int, error) {
+	mode := e.opts.Isolation
+	if mode == "" {
+		mode = IsolationShared
+	}
+	switch mode {
+	case IsolationShared:
+		return 0, nil
+	case IsolationNone:
+		return 1, nil
+	case IsolationAuto, IsolationWorktree:
+	default:
+		return 0, fmt.Errorf("unknown isolation %q (want auto, worktree, none or shared)", mode)
+	}
+	m, err := workspace.Open(ctx, e.opts.Workdir, workspace.Options{LoopID: loopID(e.opts.StateFile), KeepFailed: e.opts.KeepFailed, StateFile: e.opts.StateFile})
+	if errors.Is(err, workspace.ErrNotGit) && mode == IsolationAuto {
+		e.say("not a git repository with a commit: workers run one at a time in the project root (git init and commit to run them in parallel, isolated)")
+		e.event(journal.Event{Type: journal.Workspace, Reason: "not a git repository: no isolation, one worker at a time"})
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	orphans, err := m.CleanOrphans(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range orphans {
+		e.event(journal.Event{Type: journal.Worktree, Atom: o.Atom, Reason: "removed: left by a run that ended without cleaning up", Data: map[string]any{"path": o.Path, "branch": o.Branch}})
+	}
+	e.event(journal.Event{Type: journal.Workspace, Reason: "a git worktree per worker attempt", Data: map[string]any{"integration": m.IntegrationDir(), "branch": m.Branch()}})
+	if err := e.jr.Sync(); err != nil {
+		return 0, err
+	}
+	if err := m.Start(ctx); err != nil {
+		return 0, err
+	}
+	e.iso = &isolation{m: m}
+	e.say("isolation: a git worktree per worker attempt, merged into %s", m.Branch())
+	return 0, nil
+}
+
+// loopID names a loop's branches after its state file's folder.
+func loopID(stateFile string) string {
+	root := ProjectRoot(stateFile)
+	return filepath.Base(root)
+}
+
+// readDir is where probes, planners, judges and the verifier look: the
+// merged work so far.
+func (e *engine) readDir() string {
+	if e.iso != nil {
+		return e.iso.m.IntegrationDir()
+	}
+	return e.opts.Workdir
+}
+
+// isolatedRun runs a worker attempt in its own worktree: created (after the
+// journal names it), the agent run there, its changes committed and merged
+// when it succeeded, the worktree removed whatever happened.
+func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *taskMerge) (agent.Result, error) {
+	m := e.iso.m
+	w := m.Plan(in.Atom.ID, taskID)
+	a.attempt = w
+	_ = e.jr.Append(journal.Event{Type: journal.Worktree, Atom: in.Atom.ID, Attempt: in.Attempt, Reason: "created", Data: map[string]any{"path": w.Path, "branch": w.Branch}})
+	if err := e.jr.Sync(); err != nil {
+		return agent.Result{}, &agent.AttemptError{Reason: "journal: " + err.Error()}
+	}
+	cleanup := func(ok bool) {
+		cctx := context.WithoutCancel(ctx)
+		if ok {
+			_ = m.Remove(cctx, w)
+			return
+		}
+		if kept, _ := m.Abandon(cctx, w); kept {
+			a.kept = true
+		}
+	}
+	if err := m.Create(ctx, w); err != nil {
+		cleanup(false)
+		return agent.Result{}, &agent.AttemptError{Reason: "could not create the attempt's worktree: " + err.Error()}
+	}
+	in.Workdir = w.Dir
+	res, err := e.opts.Agent.Run(ctx, in)
+	if err != nil || ctx.Err() != nil || !res.OK(agent.Worker) || agent.CheckBounds(res) != nil {
+		cleanup(false)
+		return res, err
+	}
+	e.iso.merging.Lock()
+	msg := fmt.Sprintf("%s: %s", in.Atom.ID, firstLine(in.Atom.Description))
+	mr, merr := m.Finish(context.WithoutCancel(ctx), w, msg, res.Artifacts)
+	e.iso.merging.Unlock()
+	a.merge = &mr
+	if merr != nil {
+		cleanup(false)
+		return agent.Result{}, &agent.AttemptError{Reason: "could not merge the attempt: " + merr.Error(), Usage: res.Usage}
+	}
+	cleanup(!mr.Conflict)
+	return res, nil
+}
+
+// taskMerge is what isolation did with an attempt, for integrate.
+type taskMerge struct {
+	attempt workspace.Attempt
+	merge   *workspace.Merge
+	kept    bool
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return oneLine(s, 72)
+}
+
+// mergeOutcome turns a merge into the attempt's result: a conflict is a
+// failed attempt (re-run on the merged work); otherwise the atom's artifacts
+// are the files its merge changed, and a difference from the agent's claim
+// is recorded.
+func (e *engine) mergeOutcome(t *task, r *taskResult) (conflict string) {
+	tm := r.iso
+	if tm == nil || tm.merge == nil {
+		return ""
+	}
+	mr := tm.merge
+	data := map[string]any{"worktree": tm.attempt.Path, "branch": tm.attempt.Branch, "changed": mr.Changed}
+	if mr.Commit != "" {
+		data["commit"] = mr.Commit
+	}
+	if len(mr.Unclaimed) > 0 {
+		data["unclaimed"] = mr.Unclaimed
+	}
+	if len(mr.Missing) > 0 {
+		data["claimed_but_unchanged"] = mr.Missing
+	}
+	e.event(journal.Event{Type: journal.Merge, Atom: t.atom, Attempt: t.attempt, OK: journal.Bool(!mr.Conflict), Data: data})
+	if mr.Conflict {
+		return "conflict: " + strings.Join(mr.ConflictFiles, ", ") + " changed by another atom since this attempt began; it is re-run on the merged work"
+	}
+	r.res.Artifacts = append([]string{}, mr.Changed...)
+	if len(mr.Unclaimed)+len(mr.Missing) > 0 {
+		e.say("%s: its merge changed %d files; the agent claimed otherwise (unclaimed %v, claimed but unchanged %v)", t.atom, len(mr.Changed), mr.Unclaimed, mr.Missing)
+	}
+	return ""
+}
+
+// land puts the merged work where the person will find it.
+func (e *engine) land(ctx context.Context) string {
+	if e.iso == nil {
+		return ""
+	}
+	l, err := e.iso.m.Land(context.WithoutCancel(ctx))
+	if err != nil {
+		e.event(journal.Event{Type: journal.Landing, OK: journal.Bool(false), Reason: err.Error()})
+		return "the merged work could not be landed: " + err.Error()
+	}
+	e.event(journal.Event{Type: journal.Landing, OK: journal.Bool(true), Reason: l.Message})
+	return l.Message
+}

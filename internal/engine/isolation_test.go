@@ -1,0 +1,167 @@
+//go:build unix
+
+package engine
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// gitProject is a git repository with one commit holding notes.txt and the
+// state file (tracked, as people do): the loop must never hand a copy of it
+// to a worker nor commit it.
+func gitProject(t *testing.T, ids [][2]string, base string) (path, repo string) {
+	t.Helper()
+	path = project(t, atoms(ids...), func(s *state.State) {
+		s.Objective.BaseCase = &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: base}}
+		s.Objective.Constraints.MaxParallelAgents = 3
+	})
+	repo = ProjectRoot(path)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	git(t, repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("start\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "add", "-A")
+	git(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start")
+	return path, repo
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// rmw is a worker that reads notes.txt, waits, and writes it back with its
+// line added: two of them at once lose a line without isolation. It records
+// where it ran, and whether it saw a copy of the state file there.
+const rmw = `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
+pwd >> "$WHERE"
+[ -e .claude/aot-loop-state.md ] && echo "$AOT_ATOM_ID saw a copy of the state file" >> "$WHERE.copies"
+old=$(cat notes.txt); sleep 0.3
+printf '%s\n%s\n' "$old" "$AOT_ATOM_ID" > notes.txt
+echo '{"success": true, "summary": "added a line", "artifacts": ["notes.txt"]}'`
+
+func TestIsolatedWorkersNeverLoseEachOthersChanges(t *testing.T) {
+	path, repo := gitProject(t, [][2]string{{"A", ""}, {"B", ""}, {"C", "A"}}, "grep -qx A notes.txt && grep -qx B notes.txt && grep -qx C notes.txt")
+	where := filepath.Join(t.TempDir(), "where")
+	t.Setenv("WHERE", where)
+	ag := &agent.Exec{Command: "sh " + writeScript(t, rmw)}
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationAuto; o.MaxParallel = 3 })
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	// Both parallel read-modify-writes are there: one conflicted and re-ran.
+	data, _ := os.ReadFile(filepath.Join(repo, "notes.txt"))
+	for _, l := range []string{"start", "A", "B", "C"} {
+		if !strings.Contains("\n"+string(data), "\n"+l+"\n") {
+			t.Fatalf("notes.txt lost %q:\n%s", l, data)
+		}
+	}
+	conflicts := 0
+	for _, m := range events(t, path, journal.Merge) {
+		if !*m.OK {
+			conflicts++
+		}
+	}
+	if conflicts == 0 {
+		t.Fatal("no conflict recorded for two parallel writes of notes.txt")
+	}
+	// Workers ran in their worktrees, never in the repository, and never
+	// saw a copy of the state file.
+	dirs, _ := os.ReadFile(where)
+	for _, d := range strings.Fields(string(dirs)) {
+		if d == repo {
+			t.Fatalf("a worker ran in the repository itself")
+		}
+	}
+	if copies, err := os.ReadFile(where + ".copies"); err == nil {
+		t.Fatalf("%s", copies)
+	}
+	// The work landed on main as commits naming their atoms; the state file
+	// was never committed again; no worktree or attempt branch is left.
+	log := git(t, repo, "log", "--format=%s", "main")
+	for _, id := range []string{"A: do A", "B: do B", "C: do C"} {
+		if !strings.Contains(log, id) {
+			t.Fatalf("no commit names %q:\n%s", id, log)
+		}
+	}
+	if changed := git(t, repo, "log", "--format=", "--name-only", "main~3..main"); strings.Contains(changed, "aot-loop") {
+		t.Fatalf("the loop committed its own files:\n%s", changed)
+	}
+	if wt := git(t, repo, "worktree", "list"); strings.Count(wt, "\n") != 1 {
+		t.Fatalf("worktrees left:\n%s", wt)
+	}
+	if br := git(t, repo, "branch", "--list", "aot*"); strings.TrimSpace(br) != "" {
+		t.Fatalf("branches left: %s", br)
+	}
+	if !strings.Contains(out.Landing, "main") {
+		t.Fatalf("landing = %q", out.Landing)
+	}
+}
+
+func TestADirtyWorkingTreeIsLeftAsItWas(t *testing.T) {
+	path, repo := gitProject(t, [][2]string{{"A", ""}}, "test -f A.ok")
+	// The person has work in progress: a changed tracked file and a new one.
+	if err := os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("my unsaved thoughts\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "mine.txt"), []byte("draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ag := &agent.Exec{Command: `[ "$AOT_ROLE" = worker ] && touch A.ok; echo '{"success": true, "feasible": true, "passed": true, "atoms": []}'`}
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationAuto })
+	// The base case runs on the merged work, where A.ok is.
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(repo, "notes.txt")); string(data) != "my unsaved thoughts\n" {
+		t.Fatalf("notes.txt = %q", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(repo, "mine.txt")); string(data) != "draft\n" {
+		t.Fatalf("mine.txt = %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "A.ok")); err == nil {
+		t.Fatal("the work was put into a dirty working tree")
+	}
+	if !strings.Contains(out.Landing, "aot/") {
+		t.Fatalf("landing should say how to take the work from its branch: %q", out.Landing)
+	}
+}
+
+func TestOutsideGitWorkersRunOneAtATime(t *testing.T) {
+	path, _, _ := scriptProject(t, []string{"A", "B"}, "test -f A.ok && test -f B.ok", nil)
+	dir := ProjectRoot(path)
+	// Each worker fails if another is running.
+	ag := execAgent(dir, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
+[ -e busy ] && { echo '{"success": false, "summary": "another agent was running"}'; exit 0; }
+touch busy; sleep 0.2; rm busy; touch "$AOT_ATOM_ID.ok"; echo '{"success": true}'`)
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationAuto; o.MaxParallel = 3 })
+	s := read(t, path)
+	if out.Reason != Completed || s.Atom("A").Attempts+s.Atom("B").Attempts != 0 {
+		t.Fatalf("outcome = %+v, attempts A %d B %d: two workers ran at once", out, s.Atom("A").Attempts, s.Atom("B").Attempts)
+	}
+}
+
+func writeScript(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
