@@ -150,6 +150,7 @@ type engine struct {
 	trees       treeSet    // process trees of the attempts in flight
 	iso         *isolation // nil: agents share the project root
 	isoCap      int        // the parallelism the isolation mode allows, 0 = no cap
+	serial      bool       // no isolation: workers one at a time unless their scopes are disjoint
 	lastBeat    time.Time
 
 	// Incremental view of the graph, so a transition costs the same at 10
@@ -661,12 +662,23 @@ func (e *engine) schedule(ctx context.Context) {
 			}
 		}
 	}
+	var held []*state.Atom
 	for _, a := range cands {
 		if free == 0 {
-			return
+			held = append(held, a)
+			continue
+		}
+		if !e.mayStart(a) {
+			held = append(held, a) // its scope overlaps a running worker's
+			continue
 		}
 		e.launch(ctx, a.ID)
 		free--
+	}
+	for _, a := range held {
+		if _, running := e.busy[a.ID]; !running && e.ix.Ready(a.ID) {
+			e.markReady(a.ID)
+		}
 	}
 }
 

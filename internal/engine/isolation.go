@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/aot-loop/aot/internal/state"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -50,7 +51,8 @@ func (e *engine) openIsolation(ctx context.Context) (int, error) {
 	case IsolationShared:
 		return 0, nil
 	case IsolationNone:
-		return 1, nil
+		e.serial = true
+		return 0, nil
 	case IsolationAuto, IsolationWorktree:
 	default:
 		return 0, fmt.Errorf("unknown isolation %q (want auto, worktree, none or shared)", mode)
@@ -59,7 +61,8 @@ func (e *engine) openIsolation(ctx context.Context) (int, error) {
 	if errors.Is(err, workspace.ErrNotGit) && mode == IsolationAuto {
 		e.say("not a git repository with a commit: workers run one at a time in the project root (git init and commit to run them in parallel, isolated)")
 		e.event(journal.Event{Type: journal.Workspace, Reason: "not a git repository: no isolation, one worker at a time"})
-		return 1, nil
+		e.serial = true
+		return 0, nil
 	}
 	if err != nil {
 		return 0, err
@@ -81,6 +84,31 @@ func (e *engine) openIsolation(ctx context.Context) (int, error) {
 	e.iso = &isolation{m: m}
 	e.say("isolation: a git worktree per worker attempt, merged into %s", m.Branch())
 	return 0, nil
+}
+
+// mayStart reports whether a worker on a may start beside the workers
+// running now: never when their declared scopes overlap; without isolation,
+// only when every running worker and a declare scopes and none overlap.
+func (e *engine) mayStart(a *state.Atom) bool {
+	if role := e.next[a.ID]; role != "" && role != agent.Worker {
+		return true // probes and planners only read
+	}
+	for _, t := range e.tasks {
+		if t.discarded || t.role != agent.Worker {
+			continue
+		}
+		r := e.ix.Atom(t.atom)
+		if r == nil {
+			continue
+		}
+		if e.serial && (len(a.Scope) == 0 || len(r.Scope) == 0) {
+			return false
+		}
+		if len(a.Scope) > 0 && len(r.Scope) > 0 && workspace.Overlap(a.Scope, r.Scope) {
+			return false
+		}
+	}
+	return true
 }
 
 // loopID names a loop's branches after its state file's folder.

@@ -165,3 +165,86 @@ func writeScript(t *testing.T, body string) string {
 	}
 	return p
 }
+
+func TestDeclaredScopesDecideWhatRunsTogether(t *testing.T) {
+	path, _, _ := scriptProject(t, []string{"A", "B", "C"}, "test -f A.ok && test -f B.ok && test -f C.ok", func(s *state.State) {
+		s.Atom("A").Scope = []string{"src/a/**"}
+		s.Atom("B").Scope = []string{"src/b/**"}
+		s.Atom("C").Scope = []string{"src/a/x.go"}
+	})
+	dir := ProjectRoot(path)
+	// Each worker notes who else is running while it runs.
+	ag := execAgent(dir, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
+touch "running-$AOT_ATOM_ID"; sleep 0.4
+for f in running-*; do [ "$f" != "running-$AOT_ATOM_ID" ] && echo "$AOT_ATOM_ID with ${f#running-}" >> together; done
+rm "running-$AOT_ATOM_ID"; touch "$AOT_ATOM_ID.ok"; echo '{"success": true}'`)
+	// Outside git, without isolation: disjoint scopes run together,
+	// overlapping ones never.
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationAuto; o.MaxParallel = 3 })
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "together"))
+	got := string(data)
+	if !strings.Contains(got, "A with B") && !strings.Contains(got, "B with A") {
+		t.Fatalf("A and B (disjoint scopes) never ran together: %q", got)
+	}
+	if strings.Contains(got, "A with C") || strings.Contains(got, "C with A") {
+		t.Fatalf("A and C (overlapping scopes) ran together: %q", got)
+	}
+}
+
+func TestStoppedAndCrashedAttemptsLeaveNoWorktreeBehind(t *testing.T) {
+	path, repo := gitProject(t, [][2]string{{"A", ""}, {"B", ""}}, "test -f A.ok && test -f B.ok")
+	hang := writeScript(t, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
+touch "$MARK/started-$AOT_ATOM_ID"; sleep 30`)
+	mark := t.TempDir()
+	t.Setenv("MARK", mark)
+
+	// kill -9 of the engine while both attempts run in their worktrees.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEngineHelperProcess$")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path, crashEnv+"_AGENT=sh "+hang, crashEnv+"_ISOLATION=auto")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, mark, "started-A")
+	waitFile(t, mark, "started-B")
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if wt := git(t, repo, "worktree", "list"); strings.Count(wt, "\n") < 3 {
+		t.Fatalf("expected the crashed run's worktrees:\n%s", wt)
+	}
+
+	// The next run cleans the orphans first, then a stop mid-run removes
+	// the attempts it kills.
+	wait := startEngine(t, path, Options{Agent: &agent.Exec{Command: "sh " + hang}, Isolation: IsolationAuto, MaxParallel: 2})
+	_ = os.Remove(filepath.Join(mark, "started-A"))
+	_ = os.Remove(filepath.Join(mark, "started-B"))
+	waitFile(t, mark, "started-A")
+	waitFile(t, mark, "started-B")
+	if _, err := state.NewStore(path).Update(func(s *state.State) error {
+		r := "enough"
+		s.Control.StopRequested, s.Control.StopReason = true, &r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out := wait(); out.Reason != ManualStop {
+		t.Fatalf("outcome = %+v", out)
+	}
+	removed := 0
+	for _, ev := range events(t, path, journal.Worktree) {
+		if strings.HasPrefix(ev.Reason, "removed") {
+			removed++
+		}
+	}
+	if removed < 2 {
+		t.Fatalf("the crashed run's worktrees were not cleaned as orphans (%d)", removed)
+	}
+	if wt := git(t, repo, "worktree", "list"); strings.Count(wt, "\n") != 1 {
+		t.Fatalf("worktrees left:\n%s", wt)
+	}
+	if br := git(t, repo, "branch", "--list", "aot-attempt/*"); strings.TrimSpace(br) != "" {
+		t.Fatalf("attempt branches left: %s", br)
+	}
+}

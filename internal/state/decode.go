@@ -482,6 +482,8 @@ func (d *decoder) atoms(s *State, n int32) {
 				a.Attempts = d.integer(f+".attempts", v)
 			case "last_failure":
 				a.LastFailure = d.strKey(f, ".last_failure", v)
+			case "scope":
+				a.Scope = d.strListKey(f, ".scope", v)
 			}
 		})
 		if !hasID {

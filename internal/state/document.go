@@ -356,7 +356,7 @@ func sectionSame(a, b *State, name string) bool {
 
 func atomSame(a, b *Atom) bool {
 	return a.ID == b.ID && a.Description == b.Description && a.Status == b.Status && a.ORGroup == b.ORGroup &&
-		a.Attempts == b.Attempts && a.LastFailure == b.LastFailure && stringsSame(a.DependsOn, b.DependsOn)
+		a.Attempts == b.Attempts && a.LastFailure == b.LastFailure && stringsSame(a.DependsOn, b.DependsOn) && stringsSame(a.Scope, b.Scope)
 }
 
 func bindingSame(a, b *Binding) bool {
@@ -490,6 +490,7 @@ func (s *State) clone() *State {
 	c.Atoms = copySlice(s.Atoms)
 	for i := range c.Atoms {
 		c.Atoms[i].DependsOn = copySlice(s.Atoms[i].DependsOn)
+		c.Atoms[i].Scope = copySlice(s.Atoms[i].Scope)
 	}
 	c.Decompositions = copySlice(s.Decompositions)
 	for i := range c.Decompositions {

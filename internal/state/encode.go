@@ -33,7 +33,7 @@ var ownedKeys = map[uint8][]string{
 	ownCheck:         {"type", "value", "criteria", "rubric", "pass_threshold", "scope", "timeout"},
 	ownCriterion:     {"criterion", "description", "weight", "levels"},
 	ownControl:       {"status", "iteration", "stall_count", "prev_pending_count", "stop_requested", "stop_reason", "redirect_requested"},
-	ownAtom:          {"id", "description", "status", "depends_on", "or_group", "attempts", "last_failure"},
+	ownAtom:          {"id", "description", "status", "depends_on", "or_group", "attempts", "last_failure", "scope"},
 	ownDecomposition: {"parent", "children", "reason"},
 	ownORGroup:       {"choices", "selected", "failed", "speculative"},
 	ownBinding:       {"summary", "artifacts"},
@@ -237,6 +237,9 @@ func (e *encoder) atom(a *Atom) int32 {
 	}
 	if a.LastFailure != "" {
 		e.t.set(m, "last_failure", e.text(a.LastFailure))
+	}
+	if len(a.Scope) > 0 {
+		e.t.set(m, "scope", e.texts(a.Scope))
 	}
 	return m
 }

@@ -138,6 +138,9 @@ type Atom struct {
 	ORGroup     string // empty when not a member of an OR group
 	Attempts    int    // failed or abandoned attempts so far (AoT Loop extension)
 	LastFailure string // reason of the last failure (AoT Loop extension)
+	// Scope lists the files the atom may change, as globs (AoT Loop
+	// extension): two atoms with overlapping scopes never run at once.
+	Scope []string
 	Line        int    // line of the atom in the state file, 0 when unknown
 }
 
