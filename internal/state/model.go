@@ -141,7 +141,7 @@ type Atom struct {
 	// Scope lists the files the atom may change, as globs (AoT Loop
 	// extension): two atoms with overlapping scopes never run at once.
 	Scope []string
-	Line        int    // line of the atom in the state file, 0 when unknown
+	Line  int // line of the atom in the state file, 0 when unknown
 }
 
 // Decomposition records that Parent was split into Children.
