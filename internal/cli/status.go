@@ -254,6 +254,27 @@ func describeEvent(ev journal.Event) string {
 	if failedAttempt {
 		parts = append(parts, "(output: aot logs "+shellWord(ev.Atom)+")")
 	}
+	switch ev.Type {
+	case journal.Worktree, journal.Merge:
+		if b, _ := ev.Data["branch"].(string); b != "" {
+			parts = append(parts, "branch "+b)
+		}
+		if p, _ := ev.Data["path"].(string); p != "" {
+			parts = append(parts, p)
+		}
+		if c, _ := ev.Data["commit"].(string); c != "" {
+			parts = append(parts, "commit "+c[:min(len(c), 10)])
+		}
+		if files, _ := ev.Data["changed"].([]any); len(files) > 0 {
+			var names []string
+			for _, f := range files {
+				if n, ok := f.(string); ok {
+					names = append(names, n)
+				}
+			}
+			parts = append(parts, "changed "+oneLine(strings.Join(names, ", "), 80))
+		}
+	}
 	return strings.Join(parts, "  ")
 }
 

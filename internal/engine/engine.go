@@ -356,7 +356,11 @@ func (e *engine) begin() error {
 		return err
 	}
 	e.newSweep()
-	e.say("running: %d atoms, %d unresolved, up to %s at once", len(s.Atoms), dag.Unresolved(s), plural(e.parallel, "agent"))
+	if e.serial {
+		e.say("running: %d atoms, %d unresolved, one worker at a time (up to %d when their declared scopes are disjoint)", len(s.Atoms), dag.Unresolved(s), e.parallel)
+	} else {
+		e.say("running: %d atoms, %d unresolved, up to %s at once", len(s.Atoms), dag.Unresolved(s), plural(e.parallel, "agent"))
+	}
 	return nil
 }
 
