@@ -100,10 +100,12 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 	return l, m.finishRun(ctx)
 }
 
-// dirty reports whether the person's working tree has changes other than
-// the engine's files and the worktrees folder.
+// dirty reports whether the person's working tree has changes to tracked
+// files other than the engine's. Untracked files (notes, build output) do
+// not stop a fast-forward: git refuses it by itself when the loop's work
+// would overwrite one, and the work then stays on its branch.
 func (m *Manager) dirty(ctx context.Context) (bool, error) {
-	args := []string{"status", "--porcelain", "-z", "--untracked-files=normal", "--", "."}
+	args := []string{"status", "--porcelain", "-z", "--untracked-files=no", "--", "."}
 	args = append(args, m.protect.excludes()...)
 	if rel, err := filepath.Rel(m.root, filepath.Dir(m.loopDir)); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
 		args = append(args, ":(exclude,literal)"+filepath.ToSlash(rel))

@@ -607,3 +607,33 @@ func TestPlanNamesAreStableAndSafe(t *testing.T) {
 	}
 	create(t, m, "fix/the bug", 2)
 }
+
+func TestUntrackedFilesDoNotStopALandingUnlessTheWorkWouldOverwriteThem(t *testing.T) {
+	root := newRepo(t, map[string]string{"README": "x\n"})
+	write(t, root, "notes.txt", "my notes\n") // untracked, not in the loop's way
+	m := start(t, root, Options{LoopID: "L"})
+	a := create(t, m, "A", 1)
+	write(t, a.Dir, "A.txt", "a\n")
+	finish(t, m, a)
+	remove(t, m, a)
+	l, err := m.Land(context.Background())
+	if err != nil || !l.Landed || read(t, root, "A.txt") != "a\n" || read(t, root, "notes.txt") != "my notes\n" {
+		t.Fatalf("landing %+v, %v", l, err)
+	}
+
+	// An untracked file the work would overwrite: git refuses, the work
+	// stays on its branch, the person's file is untouched.
+	write(t, root, "B.txt", "the person's own B\n")
+	m = start(t, root, Options{LoopID: "L2"})
+	b := create(t, m, "B", 1)
+	write(t, b.Dir, "B.txt", "the loop's B\n")
+	finish(t, m, b)
+	remove(t, m, b)
+	l, err = m.Land(context.Background())
+	if err != nil || l.Landed || !strings.Contains(l.Message, "git merge aot/L2") {
+		t.Fatalf("landing %+v, %v", l, err)
+	}
+	if read(t, root, "B.txt") != "the person's own B\n" {
+		t.Fatal("the person's untracked file was overwritten")
+	}
+}
