@@ -162,6 +162,9 @@ func statusRun(opts *statusOptions) error {
 	}
 	fmt.Fprintf(tw, "Progress\t%s %d/%d atoms resolved, %d unresolved\n", bar(doc.Atoms.Resolved, doc.Atoms.Total, 20), doc.Atoms.Resolved, doc.Atoms.Total, doc.Atoms.Unresolved)
 	fmt.Fprintf(tw, "Running\t%s\n", orDash(strings.Join(doc.Atoms.InProgress, ", ")))
+	if kept := keptWorktrees(events); len(kept) > 0 {
+		fmt.Fprintf(tw, "Kept attempts\t%s\n", strings.Join(kept, "; "))
+	}
 	if doc.QuotaWaitUntil != "" {
 		fmt.Fprintf(tw, "Waiting\tfor the agent's usage limit to reset at %s; the loop goes on by itself (aot stop ends it)\n", doc.QuotaWaitUntil)
 	}
@@ -302,4 +305,21 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// keptWorktrees lists the failed attempts kept with --keep-failed whose
+// worktree is still there.
+func keptWorktrees(events []journal.Event) []string {
+	var out []string
+	for _, ev := range events {
+		if ev.Type != journal.Worktree || !strings.HasPrefix(ev.Reason, "kept") {
+			continue
+		}
+		p, _ := ev.Data["path"].(string)
+		b, _ := ev.Data["branch"].(string)
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, fmt.Sprintf("%s attempt %d: %s (branch %s)", ev.Atom, ev.Attempt, p, b))
+		}
+	}
+	return out
 }

@@ -145,6 +145,7 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 		}
 		if kept, _ := m.Abandon(cctx, w); kept {
 			a.kept = true
+			_ = e.jr.Append(journal.Event{Type: journal.Worktree, Atom: in.Atom.ID, Attempt: in.Attempt, Reason: "kept: a failed attempt, kept for a look (--keep-failed)", Data: map[string]any{"path": w.Path, "branch": w.Branch}})
 		}
 	}
 	if err := m.Create(ctx, w); err != nil {
