@@ -388,3 +388,38 @@ printf '{"success": true, "summary": "'; head -c 2000000 /dev/zero | tr '\0' x; 
 		t.Fatalf("state file size %v, %v", fi.Size(), err)
 	}
 }
+
+func TestWorkAnAgentLiedAboutIsReopenedByTheFailingCheck(t *testing.T) {
+	// A lies on its first attempt (claims A.ok without writing it); B, when
+	// done, breaks C's file. The checks name the files: the atoms behind the
+	// failing checks are reopened and redone, and the loop completes.
+	path, dir, _ := scriptProject(t, []string{"A", "B", "C"}, "", func(s *state.State) {
+		s.Objective.BaseCase = &state.BaseCase{HasChecklist: true, Checklist: []state.ChecklistItem{
+			{Item: "a file", Check: &state.Check{Type: state.CheckCommand, Value: "test -f A.ok"}},
+			{Item: "B", Check: &state.Check{Type: state.CheckCommand, Value: "test -f B.ok"}},
+			{Item: "c file", Check: &state.Check{Type: state.CheckFile, Value: "C.ok"}},
+		}}
+		s.Atom("B").DependsOn = []string{"C"} // B runs after C, and breaks it
+	})
+	ag := execAgent(dir, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "passed": true, "atoms": []}'; exit 0; }
+claim='{"success": true, "summary": "done", "artifacts": ["'$AOT_ATOM_ID'.ok"]}'
+if [ "$AOT_ATOM_ID" = A ] && [ ! -f lied ]; then touch lied; echo "$claim"; exit 0; fi
+if [ "$AOT_ATOM_ID" = B ] && [ ! -f broke ]; then touch broke; sleep 0.2; rm -f C.ok; fi
+touch "$AOT_ATOM_ID.ok"; echo "$claim"`)
+	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	var reopened []string
+	for _, r := range events(t, path, journal.AtomReset) {
+		if strings.HasPrefix(r.Reason, "reopened:") {
+			reopened = append(reopened, r.Atom)
+		}
+	}
+	if strings.Join(reopened, ",") != "A,C" {
+		t.Fatalf("reopened %v, want A and C", reopened)
+	}
+	if s := read(t, path); s.Atom("A").Attempts != 1 {
+		t.Fatalf("A's lie was not charged: attempts %d", s.Atom("A").Attempts)
+	}
+}

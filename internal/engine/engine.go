@@ -508,7 +508,11 @@ func (e *engine) idle(ctx context.Context) (Outcome, bool) {
 	if passed {
 		return e.outcome(Completed, "the base case passed"), true
 	}
-	e.plan(ctx, "", failures)
+	// Work an agent claimed but the checks do not find goes back to work;
+	// otherwise the planner proposes atoms to fix what fails.
+	if e.reopen(failures) == 0 {
+		e.plan(ctx, "", failures)
+	}
 	// A verification round is an iteration of its own.
 	e.endIteration()
 	e.newSweep()
@@ -933,7 +937,10 @@ func (e *engine) fail(a *state.Atom, reason string) {
 	a.Status = state.StatusPending
 	e.dirty = true
 	e.say("%s failed (attempt %d): %s (its output: aot logs %s)", a.ID, a.Attempts, oneLine(reason, 240), a.ID)
-	if g := e.s.ORGroup(a.ORGroup); g != nil && a.ORGroup != "" {
+	// An OR choice backtracks to the next choice on its first failure; the
+	// last choice standing is retried like any atom before the group is
+	// exhausted.
+	if g := e.s.ORGroup(a.ORGroup); g != nil && a.ORGroup != "" && !(lastChoice(g, a.ID) && a.Attempts < e.maxAttempts()) {
 		res, err := dag.FailOR(e.s, a.ID, reason, e.now())
 		if err == nil {
 			e.structural()
@@ -979,4 +986,14 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// lastChoice reports whether id is the only choice of g that has not failed.
+func lastChoice(g *state.ORGroup, id string) bool {
+	for _, c := range g.Choices {
+		if c != id && !slices.Contains(g.Failed, c) {
+			return false
+		}
+	}
+	return true
 }

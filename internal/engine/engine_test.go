@@ -188,6 +188,8 @@ func TestORExhaustionStops(t *testing.T) {
 	path := project(t, atoms([2]string{"B1", ""}, [2]string{"B2", ""}), func(s *state.State) {
 		s.Atoms[0].ORGroup, s.Atoms[1].ORGroup = "g", "g"
 		s.ORGroups = []state.ORGroup{{Name: "g", Choices: []string{"B1", "B2"}, Selected: "B1", Failed: []string{}}}
+		s.Objective.Constraints.MaxStallCount = 10
+		s.Objective.Constraints.MaxAttemptsPerAtom = 3
 	})
 	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
 		return agent.Result{}, &agent.AttemptError{Reason: "crashed"}
@@ -195,6 +197,11 @@ func TestORExhaustionStops(t *testing.T) {
 	out := runEngine(t, path, fa, nil)
 	if out.Reason != ORExhausted || out.ExitCode != 6 {
 		t.Fatalf("outcome = %+v", out)
+	}
+	// B1 backtracked at its first failure; B2, the last choice, was retried
+	// like any atom before the group gave up.
+	if n1, n2 := fa.count(agent.Worker, "B1"), fa.count(agent.Worker, "B2"); n1 != 1 || n2 != 3 {
+		t.Fatalf("worker runs: B1 %d, B2 %d; want 1 and 3", n1, n2)
 	}
 	// The stop names the group and, checked before stopping, the failing check.
 	if s := read(t, path); !strings.HasPrefix(deref(s.Control.StopReason), "OR group exhausted: g; the base case fails: base_case: ") {

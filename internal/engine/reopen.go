@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// When the base case fails with no atom left, the failing checks point at
+// the work that is missing: a resolved atom is reopened (back to pending,
+// its binding dropped, charged an attempt, the check's evidence as its
+// last failure) when a failing check is named after it, or the check's
+// command or path names a file its binding claims. An agent that lied, or
+// a later atom that broke earlier work, is caught this way and the work is
+// redone; only when no atom matches is the planner asked for new atoms.
+
+// reopen reopens the atoms the failures point at and returns how many.
+func (e *engine) reopen(failures []string) int {
+	checks := map[string]string{} // item name -> what the check names
+	collectChecks(e.s.Objective.BaseCase, checks)
+	evidence := map[string]string{}
+	for _, f := range failures {
+		name, ev, _ := strings.Cut(f, ": ")
+		// Nested items are "group / item": the innermost name decides.
+		if i := strings.LastIndex(name, " / "); i >= 0 {
+			name = name[i+3:]
+		}
+		evidence[name] = ev
+	}
+	parents := map[string]bool{}
+	for _, d := range e.s.Decompositions {
+		parents[d.Parent] = true // resolved through its children
+	}
+	n := 0
+	for i := range e.s.Atoms {
+		a := &e.s.Atoms[i]
+		if a.Status != state.StatusResolved || parents[a.ID] {
+			continue
+		}
+		b := e.s.Binding(a.ID)
+		for item, ev := range evidence {
+			if item != a.ID && (b == nil || !namesAny(checks[item], b.Artifacts)) {
+				continue
+			}
+			a.Status = state.StatusPending
+			a.Attempts++
+			a.LastFailure = oneLine(fmt.Sprintf("the base case check %q fails after this atom was resolved: %s", item, ev), 500)
+			e.s.DeleteBinding(a.ID)
+			e.event(journal.Event{Type: journal.AtomReset, Atom: a.ID, Reason: "reopened: " + a.LastFailure})
+			e.say("%s reopened: the check %q fails (%s)", a.ID, item, oneLine(ev, 80))
+			n++
+			break
+		}
+	}
+	if n > 0 {
+		e.gen++
+		e.structural()
+	}
+	return n
+}
+
+// collectChecks maps every checklist item's name to its check's value.
+func collectChecks(bc *state.BaseCase, out map[string]string) {
+	if bc == nil {
+		return
+	}
+	if bc.Legacy != nil {
+		out["base_case"] = bc.Legacy.Value
+	}
+	var walk func([]state.ChecklistItem)
+	walk = func(items []state.ChecklistItem) {
+		for _, it := range items {
+			if it.Check != nil {
+				out[it.Item] = it.Check.Value
+			}
+			walk(it.Group)
+			walk(it.AnyOf)
+		}
+	}
+	walk(bc.Checklist)
+}
+
+// namesAny reports whether a check's command or path names one of the
+// files, as a whole word.
+func namesAny(check string, files []string) bool {
+	if check == "" {
+		return false
+	}
+	words := strings.FieldsFunc(check, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '\'' || r == '"' || r == ';' || r == '&' || r == '|' || r == '<' || r == '>' || r == '(' || r == ')'
+	})
+	for _, f := range files {
+		f = strings.TrimPrefix(f, "./")
+		if f != "" && slices.ContainsFunc(words, func(w string) bool { return strings.TrimPrefix(w, "./") == f }) {
+			return true
+		}
+	}
+	return false
+}
