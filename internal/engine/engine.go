@@ -142,8 +142,9 @@ type engine struct {
 	dirty       bool
 	lastFlush   time.Time
 	stamp       fileStamp
-	lastWritten *state.State // what the engine last wrote to the state file
-	stop        *string      // a stop was requested, with its reason
+	lastWritten *state.State   // what the engine last wrote to the state file
+	reopens     map[string]int // atom -> times a failing check reopened it in this run
+	stop        *string        // a stop was requested, with its reason
 	parallel    int
 	maxIter     int
 	halt        *Outcome   // a stop decided inside a step (usage limit)
@@ -246,6 +247,7 @@ func newEngine(opts Options) *engine {
 		waiting:     map[string]time.Time{},
 		attempted:   map[string]bool{},
 		unattempted: map[string]bool{},
+		reopens:     map[string]int{},
 		verifiedGen: -1,
 	}
 }
@@ -430,7 +432,11 @@ func (e *engine) loop(ctx context.Context) Outcome {
 					more = false
 				}
 			}
-			e.checkSweep()
+			if e.checkSweep() {
+				if out, done := e.afterStall(ctx); done {
+					return e.giveUp(ctx, out)
+				}
+			}
 			// Refill the freed slots first, then make the batch durable:
 			// the fsync overlaps with the agents' work instead of delaying it.
 			out, done := e.bounds()

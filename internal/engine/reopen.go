@@ -17,7 +17,8 @@ import (
 // a later atom that broke earlier work, is caught this way and the work is
 // redone; only when no atom matches is the planner asked for new atoms.
 
-// reopen reopens the atoms the failures point at and returns how many.
+// reopen reopens the atoms the failures point at and returns how many. An
+// atom is reopened at most max_attempts_per_atom times in a run.
 func (e *engine) reopen(failures []string) int {
 	checks := map[string]string{} // item name -> what the check names
 	collectChecks(e.s.Objective.BaseCase, checks)
@@ -34,6 +35,23 @@ func (e *engine) reopen(failures []string) int {
 	for _, d := range e.s.Decompositions {
 		parents[d.Parent] = true // resolved through its children
 	}
+	// A check that names a file several resolved atoms claim does not say
+	// which of them to redo: only a check that names one atom's files, or
+	// is named after the atom, reopens it.
+	claimants := map[string]int{}
+	for i := range e.s.Atoms {
+		a := &e.s.Atoms[i]
+		if a.Status != state.StatusResolved || parents[a.ID] {
+			continue
+		}
+		if b := e.s.Binding(a.ID); b != nil {
+			for item := range evidence {
+				if namesAny(checks[item], b.Artifacts) {
+					claimants[item]++
+				}
+			}
+		}
+	}
 	n := 0
 	for i := range e.s.Atoms {
 		a := &e.s.Atoms[i]
@@ -42,21 +60,37 @@ func (e *engine) reopen(failures []string) int {
 		}
 		b := e.s.Binding(a.ID)
 		for item, ev := range evidence {
-			if item != a.ID && (b == nil || !namesAny(checks[item], b.Artifacts)) {
+			if item != a.ID && (b == nil || claimants[item] != 1 || !namesAny(checks[item], b.Artifacts)) {
 				continue
 			}
-			a.Status = state.StatusPending
-			a.Attempts++
-			a.LastFailure = oneLine(fmt.Sprintf("the base case check %q fails after this atom was resolved: %s", item, ev), 500)
+			if e.reopens[a.ID] >= e.maxAttempts() {
+				continue // reopened often enough: the stop will name the check
+			}
+			e.reopens[a.ID]++
+			why := fmt.Sprintf("the base case check %q fails after this atom was resolved: %s", item, ev)
 			e.s.DeleteBinding(a.ID)
-			e.event(journal.Event{Type: journal.AtomReset, Atom: a.ID, Reason: "reopened: " + a.LastFailure})
+			delete(e.bindIdx, a.ID)
+			e.event(journal.Event{Type: journal.AtomReset, Atom: a.ID, Reason: "reopened: " + oneLine(why, 500), Data: map[string]any{"reopens": e.reopens[a.ID]}})
 			e.say("%s reopened: the check %q fails (%s)", a.ID, item, oneLine(ev, 80))
+			a.Status = state.StatusPending
+			a.LastFailure = oneLine(why, 500)
+			if a.ORGroup != "" {
+				// An OR choice whose work does not hold backtracks to the
+				// next choice, as for any failure.
+				e.fail(a, why)
+			} else if e.ix.Ready(a.ID) {
+				// Not charged an attempt: a lie and a later atom breaking
+				// this work look the same from here. Reopens are bounded
+				// on their own (max_attempts_per_atom per atom and run).
+				e.markReady(a.ID)
+			}
 			n++
 			break
 		}
 	}
 	if n > 0 {
 		e.gen++
+		e.expanded = true // the verification found work: not a stall unless it repeats
 		e.structural()
 	}
 	return n

@@ -429,7 +429,7 @@ func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
 // atoms than when it began is progress; the same count is a stall; more,
 // because the graph was expanded, is tolerated max_stall_count times in a
 // row and then counts as a stall.
-func (e *engine) endIteration() {
+func (e *engine) endIteration() string {
 	c := &e.s.Control
 	c.Iteration++
 	u := e.unresolvedCount()
@@ -460,6 +460,7 @@ func (e *engine) endIteration() {
 		e.event(journal.Event{Type: journal.Stall, Iteration: c.Iteration, Data: map[string]any{"stall_count": c.StallCount, "unresolved": u}})
 		e.say("iteration %d: no progress (stall %d of %d)", c.Iteration, c.StallCount, max)
 	}
+	return kind
 }
 
 // kill cancels a running task; its result will be discarded and its atom

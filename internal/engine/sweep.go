@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -63,12 +64,70 @@ func (e *engine) attemptDone(id string) {
 }
 
 // checkSweep ends the sweep when no executable atom is left untried.
-func (e *engine) checkSweep() {
+// It reports whether the sweep ended without progress.
+func (e *engine) checkSweep() bool {
 	if len(e.unattempted) > 0 || len(e.attempted) == 0 {
-		return
+		return false
 	}
-	e.endIteration()
+	stall := e.endIteration() == "stall"
 	e.newSweep()
+	return stall
+}
+
+// afterStall looks for the cause of a sweep without progress in work done
+// earlier: the base case's checks (commands and files, no judge) are run,
+// and resolved atoms whose checks fail are reopened (a later atom may have
+// broken them, so their dependents keep failing). A sweep that finds such
+// work is not counted as a stall. When the checks all pass, the loop is
+// done.
+func (e *engine) afterStall(ctx context.Context) (Outcome, bool) {
+	resolved := false
+	for i := range e.s.Atoms {
+		if e.s.Atoms[i].Status == state.StatusResolved {
+			resolved = true
+			break
+		}
+	}
+	if !resolved {
+		return Outcome{}, false
+	}
+	passed, failures, err := e.verify(ctx, false)
+	switch {
+	case e.stop != nil:
+		return e.outcome(ManualStop, "manual stop: "+*e.stop), true
+	case err != nil:
+		return e.failed(err), true
+	case passed && !e.needsJudge():
+		return e.outcome(Completed, "the base case passed (checked after a sweep without progress)"), true
+	}
+	if n := e.reopen(failures); n > 0 && e.s.Control.StallCount > 0 {
+		e.s.Control.StallCount--
+		e.expanded = false
+		e.event(journal.Event{Type: journal.Iteration, Iteration: e.s.Control.Iteration, Reason: "stall explained", Data: map[string]any{"reopened": n, "stall_count": e.s.Control.StallCount}})
+	}
+	return Outcome{}, false
+}
+
+// needsJudge reports whether the base case has checks only a judge decides.
+func (e *engine) needsJudge() bool {
+	judged := false
+	var walk func([]state.ChecklistItem)
+	walk = func(items []state.ChecklistItem) {
+		for _, it := range items {
+			if it.Check != nil && (it.Check.Type == state.CheckAssertion || it.Check.Type == state.CheckQuality) {
+				judged = true
+			}
+			walk(it.Group)
+			walk(it.AnyOf)
+		}
+	}
+	if bc := e.s.Objective.BaseCase; bc != nil {
+		walk(bc.Checklist)
+		if bc.Legacy != nil && (bc.Legacy.Type == state.CheckAssertion || bc.Legacy.Type == state.CheckQuality) {
+			judged = true
+		}
+	}
+	return judged
 }
 
 // runningWorkers counts the worker attempts in flight.
