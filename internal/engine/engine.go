@@ -67,7 +67,7 @@ const (
 	DefaultMaxBackoff   = 30 * time.Second
 	// DefaultMaxAttemptsPerAtom applies when constraints.max_attempts_per_atom
 	// is absent or 0.
-	DefaultMaxAttemptsPerAtom = 6
+	DefaultMaxAttemptsPerAtom = 10
 )
 
 // Outcome is how a run ended.
@@ -709,7 +709,9 @@ func (e *engine) launch(ctx context.Context, id string) {
 		e.dirty = true
 	}
 	e.nextID++
-	t := &task{id: e.nextID, role: role, atom: id, attempt: a.Attempts + 1, start: e.now()}
+	// A reopened atom's next try is a new attempt for the agent too, although
+	// reopening is not charged against max_attempts_per_atom.
+	t := &task{id: e.nextID, role: role, atom: id, attempt: a.Attempts + e.reopens[id] + 1, start: e.now()}
 	tctx, cancel := context.WithTimeout(ctx, e.opts.AgentTimeout)
 	t.cancel = cancel
 	e.tasks[t.id] = t

@@ -57,7 +57,7 @@ control.stop_reason and the journal):
   7  deadlock        atoms are pending but none can ever start
   8  budget          max_wall_time, max_tokens or max_cost_usd spent
   9  max_attempts    an atom failed constraints.max_attempts_per_atom times
-                     (default 6) and nothing else can run
+                     (default 10) and nothing else can run
   10 usage_limit     the agent answered {"usage_limit": true} without a reset time
                      (retry_at) or with --no-wait: its provider's quota
                      or rate limit; the atom is not charged an attempt`

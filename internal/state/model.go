@@ -34,7 +34,7 @@ var CorrectionTypes = []string{"objective_change", "dag_adjustment", "constraint
 const (
 	DefaultMaxIterations     = 20
 	DefaultMaxParallelAgents = 3
-	DefaultMaxStallCount     = 3
+	DefaultMaxStallCount     = 5
 )
 
 // State is the whole state file: the YAML frontmatter sections and the Markdown body.
