@@ -34,6 +34,7 @@ type runOptions struct {
 	NoWait        bool
 	Isolation     string
 	KeepFailed    bool
+	CheckTimeout  time.Duration
 }
 
 const runLong = `Run the loop until it halts: check that the state may start (a clear list
@@ -71,7 +72,7 @@ elapsed}.
 
 func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.Command {
 	opts := &runOptions{IO: d.io, Global: g}
-	var timeout string
+	var timeout, checkTimeout string
 	cmd := &cobra.Command{
 		Use:   "run [--agent exec --agent-command CMD] [--max-parallel N] [--max-iterations N] [--agent-timeout D]",
 		Short: "Run the loop until the base case passes or a bound stops it",
@@ -100,6 +101,13 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 				}
 				opts.AgentTimeout = t
 			}
+			if checkTimeout != "" {
+				t, err := state.ParseDuration(checkTimeout)
+				if err != nil || t <= 0 {
+					return usagef("--check-timeout %q: want seconds or a duration like 10m", checkTimeout)
+				}
+				opts.CheckTimeout = t
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -112,6 +120,7 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.IntVar(&opts.MaxParallel, "max-parallel", 0, "agents at once for this run (default: constraints.max_parallel_agents)")
 	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "iteration bound for this run (default: constraints.max_iterations)")
 	f.StringVar(&timeout, "agent-timeout", "", "deadline of one agent attempt (default 30m)")
+	f.StringVar(&checkTimeout, "check-timeout", "", "deadline of each base-case command that sets no timeout of its own (default 60s)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "print the progress lines (the default; kept for old scripts)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress lines, only the outcome")
 	f.StringVar(&opts.Isolation, "isolation", engine.IsolationAuto, "how workers are kept apart: auto (a git worktree per attempt in a git repository, else none), worktree, none (one worker at a time in the project root), shared (in parallel in the project root)")
@@ -141,6 +150,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		AgentTimeout:  opts.AgentTimeout,
 		NoWait:        opts.NoWait,
 		Isolation:     opts.Isolation,
+		CheckTimeout:  opts.CheckTimeout,
 		KeepFailed:    opts.KeepFailed,
 	}
 	switch {
