@@ -54,6 +54,10 @@ type Config struct {
 	CallFactor   int           // baselines stop after CallFactor x deliverables calls
 	SimFlags     []string      // passed to every sim call (after the profile's)
 	Keep         bool          // keep the projects (journals) after the run
+	// Isolation is aot run --isolation ("" passes none). The deliverables
+	// are separate files, so workers may share the project root.
+	Isolation string
+	Revision  string // which aot, taken when the binaries were built
 }
 
 // Result is one runner on one project.
@@ -325,8 +329,12 @@ func (c *Config) aotRun(ctx context.Context, r *Result, agentCmd string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.RunTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.AOT, "run", "--json", "--agent-command", agentCmd,
-		"--agent-timeout", c.AgentTimeout.String(), "--max-parallel", strconv.Itoa(slots))
+	args := []string{"run", "--json", "--agent-command", agentCmd,
+		"--agent-timeout", c.AgentTimeout.String(), "--max-parallel", strconv.Itoa(slots)}
+	if c.Isolation != "" {
+		args = append(args, "--isolation", c.Isolation)
+	}
+	cmd := exec.CommandContext(ctx, c.AOT, args...)
 	proc.Group(cmd)
 	cmd.Dir = r.Dir
 	cmd.Env = cleanEnv()

@@ -14,6 +14,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -44,7 +45,7 @@ func run(args []string, stdout io.Writer) error {
 	sizes := fs.String("sizes", "4,8,16,32", "deliverables per project, comma-separated")
 	profiles := fs.String("profiles", strings.Join(simagent.ProfileNames(), ","), "sim profiles, comma-separated")
 	slots := fs.String("slots", "1,3", "aot run --max-parallel values, one runner each")
-	jobs := fs.Int("jobs", 8, "projects run at once (most of a run is waiting: hangs, timeouts, backoff)")
+	jobs := fs.Int("jobs", 16, "projects run at once (most of a run is waiting: hangs, timeouts, backoff)")
 	agentTimeout := fs.Duration("agent-timeout", 2*time.Second, "aot run --agent-timeout and the baselines' per-call timeout")
 	runTimeout := fs.Duration("run-timeout", 5*time.Minute, "a whole aot run or baseline loop is killed after this")
 	factor := fs.Int("call-factor", 3, "the baselines stop after this many calls per deliverable")
@@ -54,6 +55,7 @@ func run(args []string, stdout io.Writer) error {
 	aotBin := fs.String("aot", "", "aot binary (default: go build ./cmd/aot)")
 	simBin := fs.String("sim", "", "simagent binary (default: go build ./bench/outcome/simagent)")
 	work := fs.String("work", "", "directory for the projects (default: a temporary one)")
+	isolation := fs.String("isolation", "shared", "aot run --isolation (\"\" to leave aot's default: none outside a git repository, one worker at a time)")
 	keep := fs.Bool("keep", false, "keep the projects (state files, journals, sim logs)")
 	outFile := fs.String("o", "", "also write the report to this file")
 	resultsFile := fs.String("results", "", "write every run's result to this file, one JSON object a line")
@@ -61,7 +63,7 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	c := Config{
-		Jobs: *jobs, AgentTimeout: *agentTimeout, RunTimeout: *runTimeout, CallFactor: *factor, Keep: *keep,
+		Jobs: *jobs, AgentTimeout: *agentTimeout, RunTimeout: *runTimeout, CallFactor: *factor, Keep: *keep, Isolation: *isolation,
 		Profiles: splitList(*profiles),
 		SimFlags: append([]string{"-background", strconv.FormatFloat(*background, 'g', -1, 64), "-planner", *planner}, strings.Fields(*simFlags)...),
 	}
@@ -95,6 +97,7 @@ func run(args []string, stdout io.Writer) error {
 	if c.AOT, c.Sim, err = Binaries(filepath.Join(tmp, "bin"), *aotBin, *simBin); err != nil {
 		return err
 	}
+	c.Revision = revision(c.AOT)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
@@ -125,8 +128,16 @@ func run(args []string, stdout io.Writer) error {
 
 // Report writes the header, the table and the targets.
 func Report(w io.Writer, c Config, results []Result, command string, took time.Duration) {
-	fmt.Fprintf(w, "Outcome benchmark: %d cores, %s/%s, %s, aot %s; %d seeds, %d jobs at once, agent timeout %s; took %s\n\n",
-		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), revision(), len(c.Seeds), c.Jobs, c.AgentTimeout, took.Round(time.Second))
+	rev := c.Revision
+	if rev == "" {
+		rev = revision(c.AOT)
+	}
+	built := "unknown"
+	if st, err := os.Stat(c.AOT); err == nil {
+		built = st.ModTime().UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(w, "Outcome benchmark: %d cores, %s/%s, %s, aot %s (built %s); %d seeds, %d jobs at once, agent timeout %s, isolation %q; took %s\n\n",
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), rev, built, len(c.Seeds), c.Jobs, c.AgentTimeout, c.Isolation, took.Round(time.Second))
 	fmt.Fprintf(w, "    %s\n\n", command)
 	rows := Aggregate(c, results)
 	Markdown(w, rows)
@@ -170,13 +181,29 @@ func goTool() string {
 	return "go"
 }
 
-// revision is the module's git revision, when git can tell.
-func revision() string {
+// revision says which aot the run measured: the VCS stamp go build put in
+// the binary, else (a binary built here without one) the module's git
+// revision now, with "+dirty" for uncommitted changes.
+func revision(bin string) string {
+	if info, err := buildinfo.ReadFile(bin); err == nil {
+		rev, dirty := "", ""
+		for _, s := range info.Settings {
+			switch {
+			case s.Key == "vcs.revision" && len(s.Value) >= 12:
+				rev = s.Value[:12]
+			case s.Key == "vcs.modified" && s.Value == "true":
+				dirty = "+dirty"
+			}
+		}
+		if rev != "" {
+			return rev + dirty
+		}
+	}
 	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
 	if err != nil {
 		return "(unknown revision)"
 	}
-	return strings.TrimSpace(string(out))
+	return "at " + strings.TrimSpace(string(out))
 }
 
 func splitList(s string) []string {

@@ -32,8 +32,10 @@ func TestOutcomeShort(t *testing.T) {
 		AOT: aot, Sim: sim, Work: filepath.Join(dir, "work"),
 		Seeds: []uint64{1, 2, 3}, Sizes: []int{4, 8}, Profiles: simagent.ProfileNames(), Slots: []int{1, 3},
 		Jobs: 4, AgentTimeout: 2 * time.Second, RunTimeout: 90 * time.Second, CallFactor: 3,
-		SimFlags: []string{"-background", "0.1", "-planner", "empty"},
+		SimFlags:  []string{"-background", "0.1", "-planner", "empty"},
+		Isolation: "shared",
 	}
+	c.Revision = revision(aot)
 	start := time.Now()
 	results := Run(ctx, c)
 	var report bytes.Buffer
