@@ -443,3 +443,21 @@ func TestReopeningIsBounded(t *testing.T) {
 		t.Fatalf("worker calls = %d, want 3 (the first and two reopens)", n)
 	}
 }
+
+func TestCrashesAloneAreRetriedNotCountedAsStalls(t *testing.T) {
+	// Crashes say nothing about whether the work can be done: a sweep of
+	// only crashes is not a stall; the attempts bound still holds, and no
+	// probe or planner is asked about a crash.
+	path, dir, _ := scriptProject(t, []string{"A"}, "test -f A.ok", func(s *state.State) {
+		s.Objective.Constraints.MaxStallCount = 1
+		s.Objective.Constraints.MaxAttemptsPerAtom = 3
+	})
+	out := runEngine(t, path, execAgent(dir, `kill -9 $$`), nil)
+	if out.Reason != MaxAttempts {
+		t.Fatalf("outcome = %+v", out)
+	}
+	cs := calls(t, dir)
+	if len(cs) != 3 || len(workerCalls(cs)) != 3 {
+		t.Fatalf("calls = %v, want 3 worker attempts and nothing else", cs)
+	}
+}

@@ -144,15 +144,19 @@ type engine struct {
 	stamp       fileStamp
 	lastWritten *state.State   // what the engine last wrote to the state file
 	reopens     map[string]int // atom -> times a failing check reopened it in this run
-	stop        *string        // a stop was requested, with its reason
-	parallel    int
-	maxIter     int
-	halt        *Outcome   // a stop decided inside a step (usage limit)
-	trees       treeSet    // process trees of the attempts in flight
-	iso         *isolation // nil: agents share the project root
-	isoCap      int        // the parallelism the isolation mode allows, 0 = no cap
-	serial      bool       // no isolation: workers one at a time unless their scopes are disjoint
-	lastBeat    time.Time
+	infra       bool           // the failure being recorded was a crash, timeout or garbage
+	// sweepReported: an agent reported a failure in this sweep (not only
+	// crashes, timeouts or garbage); only such a sweep can be a stall.
+	sweepReported bool
+	stop          *string // a stop was requested, with its reason
+	parallel      int
+	maxIter       int
+	halt          *Outcome   // a stop decided inside a step (usage limit)
+	trees         treeSet    // process trees of the attempts in flight
+	iso           *isolation // nil: agents share the project root
+	isoCap        int        // the parallelism the isolation mode allows, 0 = no cap
+	serial        bool       // no isolation: workers one at a time unless their scopes are disjoint
+	lastBeat      time.Time
 
 	// Incremental view of the graph, so a transition costs the same at 10
 	// or 100,000 atoms: rebuilt only when the graph's shape changes.
@@ -858,7 +862,12 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		return true
 	}
 	e.event(ev)
+	// A crash, a timeout or garbage says nothing about the atom itself: it
+	// is retried as it is; the probe and the planner are for an agent that
+	// tried and reported failure.
+	e.infra = r.err != nil && !conflict
 	e.fail(a, reason)
+	e.infra = false
 	if conflict && !e.parked(a) {
 		e.next[a.ID] = agent.Worker // re-run on the merged work, no probe or planner
 	}
@@ -942,6 +951,9 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 func (e *engine) fail(a *state.Atom, reason string) {
 	a.Attempts++
 	a.LastFailure = oneLine(reason, 500)
+	if !e.infra {
+		e.sweepReported = true
+	}
 	a.Status = state.StatusPending
 	e.dirty = true
 	e.say("%s failed (attempt %d): %s (its output: aot logs %s)", a.ID, a.Attempts, oneLine(reason, 240), a.ID)
@@ -972,6 +984,8 @@ func (e *engine) fail(a *state.Atom, reason string) {
 		return
 	}
 	switch {
+	case e.infra:
+		e.next[a.ID] = agent.Worker
 	case a.Attempts == 1:
 		e.next[a.ID] = agent.Probe
 	case !e.planned[a.ID]:

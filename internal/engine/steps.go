@@ -447,6 +447,11 @@ func (e *engine) endIteration() string {
 			c.StallCount++
 			kind = "stall"
 		}
+	case len(e.attempted) > 0 && !e.sweepReported:
+		// Only crashes, timeouts or garbage: they say nothing about whether
+		// the work can be done, and are bounded per atom by
+		// max_attempts_per_atom.
+		kind = "retry"
 	default:
 		c.StallCount++
 		e.expands = 0

@@ -25,6 +25,7 @@ import (
 func (e *engine) newSweep() {
 	e.attempted = map[string]bool{}
 	e.unattempted = map[string]bool{}
+	e.sweepReported = false
 	e.sweepStart = e.unresolvedCount()
 	e.recountSweep()
 }
