@@ -74,7 +74,8 @@ type Result struct {
 	Tokens   int64  // tokens the sim spent (its ledger)
 	Reported int64  // tokens the runner counted
 	Wall     time.Duration
-	Left     int // sim processes alive after the runner returned
+	Left     int      // sim processes alive after the runner returned
+	LeftWhat []string // their lines in the pids file ("PID agent ROLE ATOM ATTEMPT", "PID background")
 	Dir      string
 	Err      string // the harness's own trouble
 }
@@ -237,7 +238,8 @@ func (c *Config) runOne(ctx context.Context, r *Result) error {
 		}
 	}
 	r.Wall = time.Since(start)
-	r.Left = leftovers(filepath.Join(logs, "pids"), filepath.Base(c.Sim))
+	r.LeftWhat = leftovers(filepath.Join(logs, "pids"), filepath.Base(c.Sim))
+	r.Left = len(r.LeftWhat)
 	r.Complete = complete(r.Dir, spec)
 	r.Calls = countLines(filepath.Join(logs, "calls"))
 	r.Tokens = sumUsage(filepath.Join(logs, "ledger"))
@@ -462,16 +464,17 @@ func sumUsage(path string) int64 {
 	return n
 }
 
-// leftovers counts the sim's processes (agents and their background
-// children) still alive after the runner returned, then kills them so that
-// nothing outlives the benchmark. A process is the sim's only if its command
-// line still is the sim's or sleep's (a pid may have been reused).
-func leftovers(pidsFile, sim string) int {
+// leftovers finds the sim's processes (agents and their background
+// children) still alive after the runner returned, kills them so that
+// nothing outlives the benchmark, and returns their pids-file lines. A
+// process is the sim's only if its command line still is the sim's or
+// sleep's (a pid may have been reused).
+func leftovers(pidsFile, sim string) []string {
 	data, err := os.ReadFile(pidsFile)
 	if err != nil {
-		return 0
+		return nil
 	}
-	seen := map[int]bool{}
+	what := map[int]string{}
 	var pids []int
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
@@ -479,11 +482,13 @@ func leftovers(pidsFile, sim string) int {
 			continue
 		}
 		pid, err := strconv.Atoi(f[0])
-		if err != nil || seen[pid] {
+		if err != nil {
 			continue
 		}
-		seen[pid] = true
-		pids = append(pids, pid)
+		if _, seen := what[pid]; !seen {
+			pids = append(pids, pid)
+		}
+		what[pid] = line
 	}
 	sort.Ints(pids)
 	alive := func() []int {
@@ -501,10 +506,12 @@ func leftovers(pidsFile, sim string) int {
 		time.Sleep(200 * time.Millisecond)
 		left = alive()
 	}
+	var out []string
 	for _, pid := range left {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+		out = append(out, what[pid])
 	}
-	return len(left)
+	return out
 }
 
 // ours reports whether pid is a live (not zombie) sim or sleep process.

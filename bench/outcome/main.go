@@ -143,6 +143,17 @@ func Report(w io.Writer, c Config, results []Result, command string, took time.D
 	Markdown(w, rows)
 	fmt.Fprintln(w)
 	WriteTargets(w, Targets(rows, 0))
+	first := true
+	for _, r := range results {
+		if r.Left == 0 || !strings.HasPrefix(r.Runner, "aot") {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nProcesses aot left behind (pids-file lines; the harness killed them afterwards):")
+			first = false
+		}
+		fmt.Fprintf(w, "- %s N=%d seed %d, %s (%s): %s\n", r.Profile, r.Size, r.Seed, r.Runner, r.Reason, strings.Join(r.LeftWhat, "; "))
+	}
 }
 
 // Binaries returns the aot and simagent binaries: the given paths, else
