@@ -324,12 +324,15 @@ func (e *engine) begin() error {
 	e.jr = jr
 	e.s = s
 	prev := s.Control.Status
-	e.killSurvivors()
+	// What the previous run journaled since its last write of the state
+	// file, read once: its agents still alive, its spend, its results.
+	cp, after, _ := journal.ReadFromCheckpoint(journal.PathFor(e.opts.StateFile))
+	e.killSurvivors(cp, after)
 	if e.isoCap, err = e.openIsolation(context.Background()); err != nil {
 		return err
 	}
-	e.loadUsage()
-	replayed := e.replay()
+	e.loadUsage(cp, after)
+	replayed := e.replay(after)
 	switch prev {
 	case state.ControlRunning:
 		e.event(journal.Event{Type: journal.RunResume, Reason: "the previous engine is gone (crash or kill); resuming", Data: map[string]any{"replayed": replayed}})

@@ -60,11 +60,7 @@ func (e *engine) liveTrees() []proc.Tree { return e.trees.list() }
 
 // killSurvivors kills the process trees that a previous engine left: those
 // in its last checkpoint and those started after it.
-func (e *engine) killSurvivors() {
-	cp, after, err := journal.ReadFromCheckpoint(journal.PathFor(e.opts.StateFile))
-	if err != nil {
-		return
-	}
+func (e *engine) killSurvivors(cp *journal.Event, after []journal.Event) {
 	var trees []proc.Tree
 	if cp != nil {
 		trees = append(trees, treesOf(cp.Data["processes"])...)

@@ -651,11 +651,7 @@ const replayedReason = "replayed from the journal after a crash"
 // replay re-applies worker results that reached the journal but not the
 // state file before a crash: every successful worker finish after the last
 // checkpoint whose atom is not resolved yet. It returns how many it applied.
-func (e *engine) replay() int {
-	events, err := journal.ReadSinceCheckpoint(journal.PathFor(e.opts.StateFile))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0
-	}
+func (e *engine) replay(events []journal.Event) int {
 	n := 0
 	for _, ev := range events {
 		if ev.Type != journal.AtomFinish || ev.Role != string(agent.Worker) || ev.OK == nil || !*ev.OK {

@@ -86,16 +86,11 @@ func (e *engine) checkpointData() map[string]any {
 // loadUsage sets the loop's totals from the journal: the last checkpoint's
 // totals plus every finished attempt after it. A journal written before
 // checkpoints carried totals is summed whole.
-func (e *engine) loadUsage() {
-	path := journal.PathFor(e.opts.StateFile)
-	cp, after, err := journal.ReadFromCheckpoint(path)
-	if err != nil {
-		return
-	}
+func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) {
 	if cp != nil {
 		if _, ok := cp.Data["input_tokens"]; !ok {
 			// An older journal: no totals in its checkpoints.
-			all, err := journal.Read(path)
+			all, err := journal.Read(journal.PathFor(e.opts.StateFile))
 			if err != nil {
 				return
 			}

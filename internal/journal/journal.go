@@ -322,83 +322,60 @@ func (f *Follower) Next() ([]Event, []Skipped, error) {
 // a resume costs what happened since the last write of the state file, not
 // the whole history.
 func ReadSinceCheckpoint(path string) ([]Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	marker := []byte(`"type":"` + Checkpoint + `"`)
-	var tail []byte // the bytes after the last checkpoint line seen so far
-	pos := fi.Size()
-	chunk := make([]byte, 64<<10)
-	for pos > 0 {
-		n := int64(len(chunk))
-		if pos < n {
-			n = pos
-		}
-		pos -= n
-		if _, err := f.ReadAt(chunk[:n], pos); err != nil && err != io.EOF {
-			return nil, err
-		}
-		tail = append(append([]byte(nil), chunk[:n]...), tail...)
-		// Look for a checkpoint on a whole line within what has been read.
-		if i := bytes.LastIndex(tail, marker); i >= 0 {
-			start := bytes.LastIndexByte(tail[:i], '\n')
-			if start >= 0 || pos == 0 {
-				end := bytes.IndexByte(tail[i:], '\n')
-				if end < 0 {
-					return nil, nil // the checkpoint is the (torn) last line
-				}
-				events, _, _ := decode(tail[i+end+1:], path, 0)
-				return events, nil
-			}
-		}
-	}
-	events, _, _ := decode(tail, path, 1)
-	return events, nil
+	_, after, err := ReadFromCheckpoint(path)
+	return after, err
 }
 
 // ReadFromCheckpoint returns the last checkpoint (nil when there is none) and
 // the complete events after it: what a resuming engine needs to know of the
-// run before it.
+// run before it. It reads the file backwards, once, only as far as that
+// checkpoint.
 func ReadFromCheckpoint(path string) (*Event, []Event, error) {
-	after, err := ReadSinceCheckpoint(path)
+	cp, after, whole, err := scanBack(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	cp, err := lastCheckpoint(path)
-	if err != nil {
-		return nil, nil, err
+	if cp == nil {
+		if whole {
+			events, _, _ := decode(after, path, 1)
+			return nil, events, nil
+		}
+		return nil, nil, nil // the checkpoint is the (torn) last line
 	}
-	return cp, after, nil
+	var e Event
+	if err := json.Unmarshal(cp, &e); err != nil {
+		return nil, nil, fmt.Errorf("%s: checkpoint: %w", path, err)
+	}
+	events, _, _ := decode(after, path, 0)
+	return &e, events, nil
 }
 
-// lastCheckpoint finds the last checkpoint line, reading backwards.
-func lastCheckpoint(path string) (*Event, error) {
+// scanBack reads path backwards to its last complete checkpoint line: cp is
+// that line (nil when none was found) and after the bytes that follow it.
+// With no checkpoint, whole says after is the whole file; a torn checkpoint
+// as the last line gives neither.
+func scanBack(path string) (cp, after []byte, whole bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, false, err
 	}
 	marker := []byte(`"type":"` + Checkpoint + `"`)
-	var tail []byte
+	var tail []byte // the bytes read so far, from pos to the end
 	pos := fi.Size()
 	chunk := make([]byte, 64<<10)
 	for pos > 0 {
 		n := min(int64(len(chunk)), pos)
 		pos -= n
 		if _, err := f.ReadAt(chunk[:n], pos); err != nil && err != io.EOF {
-			return nil, err
+			return nil, nil, false, err
 		}
 		tail = append(append([]byte(nil), chunk[:n]...), tail...)
+		// Look for a checkpoint on a whole line within what has been read.
 		i := bytes.LastIndex(tail, marker)
 		if i < 0 {
 			continue
@@ -409,13 +386,9 @@ func lastCheckpoint(path string) (*Event, error) {
 		}
 		end := bytes.IndexByte(tail[i:], '\n')
 		if end < 0 {
-			return nil, nil // a torn checkpoint
+			return nil, nil, false, nil
 		}
-		var e Event
-		if err := json.Unmarshal(tail[start+1:i+end], &e); err != nil {
-			return nil, fmt.Errorf("%s: checkpoint: %w", path, err)
-		}
-		return &e, nil
+		return tail[start+1 : i+end], tail[i+end+1:], false, nil
 	}
-	return nil, nil
+	return nil, tail, true, nil
 }
