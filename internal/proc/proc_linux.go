@@ -270,7 +270,7 @@ func reapGroupZombies(pgid, shellPid int) {
 
 // execGrace is how long a process of the tree's lineage whose environment
 // reads empty is watched, in case it was only inside execve.
-const execGrace = 50 * time.Millisecond
+const execGrace = 500 * time.Millisecond
 
 // reapBudget bounds how long reapKilled waits for killed orphans to be
 // reparented to us.
