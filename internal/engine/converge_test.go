@@ -136,9 +136,11 @@ func TestParallelFirstFailuresAreNotAStall(t *testing.T) {
 	if out.Reason != Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
+	// One sweep without progress at most: when a quick retry succeeds before
+	// the last first attempt ends, that sweep already made progress.
 	st := events(t, path, journal.Stall)
-	if len(st) != 1 {
-		t.Fatalf("stall events = %d, want 1 (one sweep without progress)", len(st))
+	if len(st) > 1 {
+		t.Fatalf("stall events = %d, want at most 1 (one sweep without progress)", len(st))
 	}
 }
 
