@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Role is what an agent is asked to do.
@@ -18,7 +19,11 @@ const (
 	Verifier Role = "verifier" // check the base case
 	Judge    Role = "judge"    // score a quality or assertion check
 	Planner  Role = "planner"  // propose new atoms or decompositions
+	Align    Role = "align"    // propose an objective and first atoms from a request (aot align)
 )
+
+// Roles lists every role, in the order aot status shows them.
+var Roles = []Role{Probe, Worker, Verifier, Judge, Planner, Align}
 
 // AtomRef is the atom a task is about.
 type AtomRef struct {
@@ -58,6 +63,11 @@ type Task struct {
 	Check any `json:"check,omitempty"`
 	// Failures are what verification found missing, for the planner.
 	Failures []string `json:"failures,omitempty"`
+	// Request is what the person asked for (align), and the answers given
+	// so far when a dialogue asks again.
+	Request string `json:"request,omitempty"`
+	// Files are the files in a judged check's scope, relative to Workdir.
+	Files []string `json:"files,omitempty"`
 }
 
 // Usage is what an attempt consumed, as the agent reports it.
@@ -100,6 +110,9 @@ type Result struct {
 	Failures []string `json:"failures,omitempty"`
 	Score    float64  `json:"score,omitempty"`
 
+	// Scores are a judge's per-criterion scores of a quality check.
+	Scores []Score `json:"scores,omitempty"`
+
 	Atoms          []PlannedAtom          `json:"atoms,omitempty"`
 	Decompositions []PlannedDecomposition `json:"decompositions,omitempty"`
 
@@ -111,6 +124,19 @@ type Result struct {
 	// RetryAt is when the provider said the quota resets (RFC 3339), with
 	// UsageLimit: the loop waits until then instead of stopping.
 	RetryAt string `json:"retry_at,omitempty"`
+
+	// Raw is the answer object as the agent gave it, for roles whose fields
+	// are not above (align).
+	Raw json.RawMessage `json:"-"`
+	// Activity counts the tool calls the agent made (CLI backends).
+	ToolCalls int `json:"-"`
+}
+
+// Score is one criterion's score by a judge.
+type Score struct {
+	Criterion string  `json:"criterion"`
+	Score     float64 `json:"score"`
+	Rationale string  `json:"rationale,omitempty"`
 }
 
 // OK reports whether the result counts as a success for its role.
@@ -134,10 +160,39 @@ type Agent interface {
 	Run(ctx context.Context, t Task) (Result, error)
 }
 
+// Kind classifies why an attempt failed. Each kind has its own reason text
+// in the journal and aot status; none is ever taken for success.
+type Kind string
+
+const (
+	KindCrash      Kind = "crash"             // the agent exited non-zero or could not run
+	KindTimeout    Kind = "timeout"           // its deadline passed; its process tree was killed
+	KindMalformed  Kind = "malformed_answer"  // no final answer, or not the role's answer format
+	KindPermission Kind = "permission_denied" // a tool the task needed was refused
+	KindRateLimit  Kind = "rate_limited"      // HTTP 429, 503 or 529: try later, not the atom's fault
+	KindCancelled  Kind = "cancelled"         // stopped by the engine
+	KindAgent      Kind = "agent_error"       // the agent reported an error of its own
+)
+
 // AttemptError is a failed attempt with its reason.
 type AttemptError struct {
 	Reason string
 	Usage  Usage
+	// Kind classifies the failure; empty is a crash-like failure of the
+	// exec backend, which says no more.
+	Kind Kind
+	// RetryAfter is how long the provider asked to wait (rate limits).
+	RetryAfter time.Duration
+}
+
+// Transient reports whether err is a rate limit or overload: the attempt
+// is retried later without charging the atom.
+func Transient(err error) (*AttemptError, bool) {
+	var ae *AttemptError
+	if errors.As(err, &ae) && ae.Kind == KindRateLimit {
+		return ae, true
+	}
+	return nil, false
 }
 
 func (e *AttemptError) Error() string { return e.Reason }
@@ -182,5 +237,6 @@ func Decode(role Role, data []byte) (Result, error) {
 		return Result{}, fmt.Errorf("the %s answer has a field of the wrong type: %w", role, err)
 	}
 	r.Usage.Known = hasUsage(raw)
+	r.Raw = append(json.RawMessage(nil), data...)
 	return r, nil
 }

@@ -22,3 +22,31 @@ func startFunc(ctx context.Context) func(proc.Tree) {
 	fn, _ := ctx.Value(startKey{}).(func(proc.Tree))
 	return fn
 }
+
+// Activity is one thing an agent did while it ran: a tool call, a message.
+type Activity struct {
+	Tool   string // the tool's name ("Bash", "Write"); empty for a message
+	Detail string // one line: the command, the file, the start of the text
+}
+
+type activityKey struct{}
+
+// WithActivity returns a context that makes backends which can see inside
+// an agent's run (the CLI backends) call fn for each tool call as it
+// happens. fn runs on the attempt's goroutine and should return quickly.
+func WithActivity(ctx context.Context, fn func(Activity)) context.Context {
+	return context.WithValue(ctx, activityKey{}, fn)
+}
+
+// ActivityFunc returns the function set by WithActivity, or one that does
+// nothing.
+func ActivityFunc(ctx context.Context) func(Activity) {
+	if fn, ok := ctx.Value(activityKey{}).(func(Activity)); ok && fn != nil {
+		return fn
+	}
+	return func(Activity) {}
+}
+
+// StartFunc returns the function set by WithStart, or nil: backends other
+// than Exec that start processes report their trees through it too.
+func StartFunc(ctx context.Context) func(proc.Tree) { return startFunc(ctx) }
