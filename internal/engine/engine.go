@@ -55,7 +55,11 @@ type Options struct {
 	Isolation string
 	// KeepFailed keeps a failed attempt's worktree and branch for a look.
 	KeepFailed bool
-	Now        func() time.Time
+	// Confirm, when set, asks a person at completion whether an assertion
+	// check the judge passed holds (a terminal is attached). Unset, judged
+	// assertions are recorded as unconfirmed.
+	Confirm func(ctx context.Context, item, evidence string) (bool, error)
+	Now     func() time.Time
 }
 
 // DefaultAgentTimeout bounds one agent attempt when no timeout is given.
