@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+
 	"os"
 	"os/signal"
-	"path/filepath"
+
 	"strings"
 	"syscall"
 	"time"
@@ -15,8 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/backend"
 	"github.com/aot-loop/aot/internal/engine"
-	"github.com/aot-loop/aot/internal/journal"
+
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -25,6 +26,8 @@ type runOptions struct {
 	IO            *streams
 	Global        *globalOptions
 	Agent         string
+	Model         string
+	Roles         []string
 	AgentCommand  string
 	MaxParallel   int
 	MaxIterations int
@@ -35,6 +38,11 @@ type runOptions struct {
 	Isolation     string
 	KeepFailed    bool
 	CheckTimeout  time.Duration
+
+	// The agents, built from the agents file and the flags before the state
+	// file is looked at: a usage error comes first.
+	agents    agent.Agent
+	agentsCfg backend.Config
 }
 
 const runLong = `Run the loop until it halts: check that the state may start (a clear list
@@ -79,14 +87,8 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 		Long:  runLong,
 		Args:  cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if opts.Agent != "exec" {
-				return usagef("unknown agent %q (available: exec)", opts.Agent)
-			}
 			if opts.AgentCommand == "" {
 				opts.AgentCommand = d.getenv("AOT_AGENT_COMMAND")
-			}
-			if strings.TrimSpace(opts.AgentCommand) == "" {
-				return usagef("--agent-command is required for the exec agent (or set AOT_AGENT_COMMAND)")
 			}
 			if opts.Quiet && opts.Verbose {
 				return usagef("--quiet and --verbose contradict each other")
@@ -108,6 +110,11 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 				}
 				opts.CheckTimeout = t
 			}
+			var err error
+			opts.agents, opts.agentsCfg, err = buildAgents(opts.Global.StateFile, agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles, Command: opts.AgentCommand})
+			if err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -115,8 +122,7 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Agent, "agent", "exec", "agent backend")
-	f.StringVar(&opts.AgentCommand, "agent-command", "", "shell `command` of the exec agent (env AOT_AGENT_COMMAND)")
+	addAgentFlags(f, &opts.Agent, &opts.Model, &opts.Roles, &opts.AgentCommand)
 	f.IntVar(&opts.MaxParallel, "max-parallel", 0, "agents at once for this run (default: constraints.max_parallel_agents)")
 	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "iteration bound for this run (default: constraints.max_iterations)")
 	f.StringVar(&timeout, "agent-timeout", "", "deadline of one agent attempt (default 30m)")
@@ -134,17 +140,10 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	defer stop()
 	// The logs go beside the journal, in the real state file's folder; the
 	// engine checks the state file before any agent runs.
-	logDir := filepath.Join(journal.DirFor(opts.Global.StateFile), "logs")
-	ex := &agent.Exec{Command: opts.AgentCommand, Log: func(t agent.Task) (io.WriteCloser, error) {
-		if err := os.MkdirAll(logDir, journal.DirMode); err != nil {
-			return nil, err
-		}
-		name := fmt.Sprintf("%s-%s-%d.log", safeName(t.Atom.ID), t.Role, t.Attempt)
-		return os.OpenFile(filepath.Join(logDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, journal.FileMode)
-	}}
 	eo := engine.Options{
 		StateFile:     opts.Global.StateFile,
-		Agent:         ex,
+		Agent:         opts.agents,
+		Agents:        agentsDoc(opts.agentsCfg),
 		MaxParallel:   opts.MaxParallel,
 		MaxIterations: opts.MaxIterations,
 		AgentTimeout:  opts.AgentTimeout,

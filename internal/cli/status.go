@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/backend"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/runlock"
@@ -65,12 +67,15 @@ type statusUsageDoc struct {
 	Unknown int `json:"unknown_attempts"`
 	// Atoms is the spend per atom, all attempts and roles together.
 	Atoms map[string]atomSpendDoc `json:"atoms"`
+	// Roles is the spend per role (worker, probe, judge, ...).
+	Roles map[string]atomSpendDoc `json:"roles"`
 }
 
 type atomSpendDoc struct {
-	Attempts int     `json:"attempts"`
-	Tokens   int64   `json:"tokens"`
-	CostUSD  float64 `json:"cost_usd"`
+	Attempts   int     `json:"attempts"`
+	Tokens     int64   `json:"tokens"`
+	CostUSD    float64 `json:"cost_usd"`
+	DurationMS int64   `json:"duration_ms"`
 }
 
 type statusDoc struct {
@@ -83,6 +88,9 @@ type statusDoc struct {
 	StallCount    int            `json:"stall_count"`
 	Atoms         statusAtomsDoc `json:"atoms"`
 	Usage         statusUsageDoc `json:"usage"`
+	// Agents is each role's agent: as the last run journaled it, else as
+	// the agents file sets it.
+	Agents map[string]string `json:"agents"`
 	// QuotaWaitUntil is set while the loop waits for the agent's quota to
 	// reset (RFC 3339).
 	QuotaWaitUntil string          `json:"quota_wait_until,omitempty"`
@@ -117,6 +125,7 @@ func statusRun(opts *statusOptions) error {
 		return err
 	}
 	doc.Usage.Atoms = map[string]atomSpendDoc{}
+	doc.Usage.Roles = map[string]atomSpendDoc{}
 	for _, ev := range events {
 		doc.Usage.Tokens += ev.Tokens
 		doc.Usage.CostUSD += ev.CostUSD
@@ -130,12 +139,37 @@ func statusRun(opts *statusOptions) error {
 				a.Attempts++
 				a.Tokens += ev.Tokens
 				a.CostUSD += ev.CostUSD
+				a.DurationMS += ev.DurationMS
 				doc.Usage.Atoms[ev.Atom] = a
+			}
+			if ev.Role != "" {
+				r := doc.Usage.Roles[ev.Role]
+				r.Attempts++
+				r.Tokens += ev.Tokens
+				r.CostUSD += ev.CostUSD
+				r.DurationMS += ev.DurationMS
+				doc.Usage.Roles[ev.Role] = r
 			}
 		case journal.QuotaWait:
 			doc.QuotaWaitUntil, _ = ev.Data["until"].(string)
 		case journal.QuotaResume, journal.Stop, journal.RunStart, journal.RunResume:
 			doc.QuotaWaitUntil = ""
+		}
+		if ev.Type == journal.RunStart || ev.Type == journal.RunResume {
+			if m, ok := ev.Data["agents"].(map[string]any); ok {
+				doc.Agents = map[string]string{}
+				for k, v := range m {
+					doc.Agents[k], _ = v.(string)
+				}
+			}
+		}
+	}
+	if doc.Agents == nil {
+		doc.Agents = map[string]string{}
+		if cfg, err := backend.Load(opts.Global.StateFile); err == nil {
+			doc.Agents = agentsDoc(cfg)
+		} else {
+			doc.Agents["error"] = err.Error()
 		}
 	}
 	var shown []journal.Event
@@ -162,6 +196,7 @@ func statusRun(opts *statusOptions) error {
 	}
 	fmt.Fprintf(tw, "Progress\t%s %d/%d atoms resolved, %d unresolved\n", bar(doc.Atoms.Resolved, doc.Atoms.Total, 20), doc.Atoms.Resolved, doc.Atoms.Total, doc.Atoms.Unresolved)
 	fmt.Fprintf(tw, "Running\t%s\n", orDash(strings.Join(doc.Atoms.InProgress, ", ")))
+	fmt.Fprintf(tw, "Agents\t%s\n", agentsLine(doc.Agents))
 	if kept := keptWorktrees(events); len(kept) > 0 {
 		fmt.Fprintf(tw, "Kept attempts\t%s\n", strings.Join(kept, "; "))
 	}
@@ -176,6 +211,9 @@ func statusRun(opts *statusOptions) error {
 		fmt.Fprintf(tw, "Spent\t%s\n", spent)
 		if top := topSpenders(doc.Usage.Atoms, 3); top != "" {
 			fmt.Fprintf(tw, "Most spent on\t%s\n", top)
+		}
+		if by := roleSpend(doc.Usage.Roles); by != "" {
+			fmt.Fprintf(tw, "By role\t%s\n", by)
 		}
 	}
 	_ = tw.Flush()
@@ -322,4 +360,45 @@ func keptWorktrees(events []journal.Event) []string {
 		}
 	}
 	return out
+}
+
+// agentsLine shows each role's agent compactly: roles sharing one agent are
+// listed together.
+func agentsLine(agents map[string]string) string {
+	if e, ok := agents["error"]; ok {
+		return "the agents file cannot be read: " + e
+	}
+	var order []string
+	by := map[string][]string{}
+	for _, r := range agent.Roles {
+		a, ok := agents[string(r)]
+		if !ok {
+			continue
+		}
+		if _, seen := by[a]; !seen {
+			order = append(order, a)
+		}
+		by[a] = append(by[a], string(r))
+	}
+	if len(order) == 1 {
+		return order[0] + " (every role)"
+	}
+	var parts []string
+	for _, a := range order {
+		parts = append(parts, strings.Join(by[a], ", ")+": "+a)
+	}
+	return orDash(strings.Join(parts, "; "))
+}
+
+// roleSpend is the spend per role, in the order of agent.Roles.
+func roleSpend(roles map[string]atomSpendDoc) string {
+	var parts []string
+	for _, r := range agent.Roles {
+		sp, ok := roles[string(r)]
+		if !ok {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %d× %d tokens $%.4f %s", r, sp.Attempts, sp.Tokens, sp.CostUSD, (time.Duration(sp.DurationMS) * time.Millisecond).Round(time.Second)))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -55,6 +55,9 @@ type Options struct {
 	Isolation string
 	// KeepFailed keeps a failed attempt's worktree and branch for a look.
 	KeepFailed bool
+	// Agents names each role's agent (role -> "claude (model sonnet)"),
+	// journaled when the run starts so that aot status can show it.
+	Agents map[string]string
 	// Confirm, when set, asks a person at completion whether an assertion
 	// check the judge passed holds (a terminal is attached). Unset, judged
 	// assertions are recorded as unconfirmed.
@@ -339,17 +342,17 @@ func (e *engine) begin() error {
 	replayed := e.replay(after)
 	switch prev {
 	case state.ControlRunning:
-		e.event(journal.Event{Type: journal.RunResume, Reason: "the previous engine is gone (crash or kill); resuming", Data: map[string]any{"replayed": replayed}})
+		e.event(journal.Event{Type: journal.RunResume, Reason: "the previous engine is gone (crash or kill); resuming", Data: e.runData(map[string]any{"replayed": replayed})})
 	case state.ControlStopped, state.ControlCompleted:
 		reason := ""
 		if s.Control.StopReason != nil {
 			reason = *s.Control.StopReason
 		}
-		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: map[string]any{"previous_stop_reason": reason, "stall_count": s.Control.StallCount}})
+		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: e.runData(map[string]any{"previous_stop_reason": reason, "stall_count": s.Control.StallCount})})
 		// A person ran the loop again: the stall window starts afresh.
 		s.Control.StallCount = 0
 	default:
-		e.event(journal.Event{Type: journal.RunStart})
+		e.event(journal.Event{Type: journal.RunStart, Data: e.runData(nil)})
 	}
 	for i := range s.Atoms {
 		if a := &s.Atoms[i]; a.Status == state.StatusInProgress {
@@ -1025,4 +1028,20 @@ func lastChoice(g *state.ORGroup, id string) bool {
 		}
 	}
 	return true
+}
+
+// runData adds the run's agents to a run_start or run_resume event's data.
+func (e *engine) runData(d map[string]any) map[string]any {
+	if len(e.opts.Agents) == 0 {
+		return d
+	}
+	if d == nil {
+		d = map[string]any{}
+	}
+	agents := map[string]any{}
+	for k, v := range e.opts.Agents {
+		agents[k] = v
+	}
+	d["agents"] = agents
+	return d
 }
