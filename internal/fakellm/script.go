@@ -9,7 +9,15 @@ import (
 
 // Script is what the server answers. It is protocol-neutral: the same script
 // drives Claude Code (Anthropic Messages), Codex (OpenAI Responses), Gemini
-// CLI (generateContent) and Chat Completions clients.
+// CLI (generateContent) and Chat Completions clients. For example, a model
+// that is rate-limited once, then runs a shell command, then answers:
+//
+//	{"conversations": [{"match": "do the thing", "require_tools": true, "turns": [
+//	  {"type": "error", "status": 429, "retry_after": "1", "times": 1},
+//	  [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi > out.txt"}}],
+//	  {"blocks": [{"type": "text", "text": "done"}], "usage": {"input_tokens": 900, "output_tokens": 40}}
+//	]}],
+//	 "default": [{"type": "text", "text": "ok"}]}
 type Script struct {
 	Conversations []Conversation `json:"conversations"`
 	// Default answers a request that matches no conversation. Empty means a
