@@ -103,7 +103,16 @@ func (e *Exec) Run(ctx context.Context, t Task) (Result, error) {
 		if !u.Known {
 			u = usageInOutput(stdout.buf)
 		}
-		return Result{}, &AttemptError{Reason: reason, Usage: u}
+		kind := KindCrash
+		switch {
+		case strings.HasPrefix(reason, "timed out"):
+			kind = KindTimeout
+		case strings.HasPrefix(reason, "cancelled"):
+			kind = KindCancelled
+		case strings.HasPrefix(reason, "malformed answer"):
+			kind = KindMalformed
+		}
+		return Result{}, &AttemptError{Reason: reason, Usage: u, Kind: kind}
 	}
 
 	switch {

@@ -284,6 +284,9 @@ func describeEvent(ev journal.Event) string {
 		parts = append(parts, (time.Duration(ev.DurationMS) * time.Millisecond).String())
 	}
 	failedAttempt := ev.Type == journal.AtomFinish && ev.OK != nil && !*ev.OK && ev.Atom != ""
+	if k, _ := ev.Data["kind"].(string); k != "" && failedAttempt {
+		parts = append(parts, "["+k+"]")
+	}
 	if ev.Reason != "" {
 		max := 70
 		if failedAttempt {

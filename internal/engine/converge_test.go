@@ -159,14 +159,15 @@ func TestASweepWithoutProgressIsAStall(t *testing.T) {
 	if !strings.Contains(out.Message, "stall: 2 sweeps in a row without progress") || !strings.Contains(out.Message, "the base case fails: base_case:") {
 		t.Fatalf("message = %q", out.Message)
 	}
-	// Two sweeps: each atom tried twice, and two stalls (a retry already
-	// running when the second sweep ended is let finish: a third at most).
+	// Two sweeps: each atom tried at least twice (a quick atom may be
+	// retried while a slow one still runs its sweep's attempt, so a loaded
+	// machine sees more), and two stalls, far from max_attempts_per_atom.
 	n := map[string]int{}
 	for _, c := range workerCalls(calls(t, dir)) {
 		n[c.atom]++
 	}
-	if n["A"] < 2 || n["B"] < 2 || n["A"]+n["B"] > 5 {
-		t.Fatalf("worker attempts = %v, want 2 each (one more for a retry in flight)", n)
+	if n["A"] < 2 || n["B"] < 2 || n["A"]+n["B"] > 20 {
+		t.Fatalf("worker attempts = %v, want 2 each or a few more", n)
 	}
 	if st := events(t, path, journal.Stall); len(st) != 2 {
 		t.Fatalf("stall events = %d, want 2", len(st))

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
@@ -143,6 +144,8 @@ type engine struct {
 	sweepStart  int                  // unresolved atoms when the sweep began
 	draining    bool                 // a bound is reached: start nothing, let running agents finish
 	quotaUntil  time.Time            // a usage limit: start nothing before this
+	rate        rateState            // rate limits: wait, and run fewer agents
+	sayMu       sync.Mutex           // progress lines come from attempts' goroutines too
 	verifiedGen int                  // gen at the last verification, -1 when none
 	verifyFails []string             // what that verification found
 	gen         int                  // bumped by every change that may affect the base case
@@ -291,7 +294,24 @@ func (e *engine) say(format string, args ...any) {
 		return
 	}
 	el := e.now().Sub(e.start).Round(time.Second)
-	fmt.Fprintf(e.opts.Progress, "[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...))
+	line := fmt.Sprintf("[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...))
+	e.sayMu.Lock()
+	defer e.sayMu.Unlock()
+	io.WriteString(e.opts.Progress, line)
+}
+
+// activity shows a running agent's tool call as a progress line:
+// "A3 Bash: go test ./...". It runs on the attempt's goroutine.
+func (e *engine) activity(atom string, role agent.Role, a agent.Activity) {
+	who := atom
+	if role != agent.Worker {
+		who = atom + " (" + string(role) + ")"
+	}
+	if a.Tool == "" {
+		e.say("%s: %s", who, oneLine(a.Detail, 100))
+		return
+	}
+	e.say("%s %s: %s", who, a.Tool, oneLine(a.Detail, 100))
 }
 
 // heartbeat tells a person which atoms are running and for how long.
@@ -657,8 +677,8 @@ func (e *engine) outcome(r Reason, msg string) Outcome {
 
 // schedule starts agents on executable atoms while slots are free.
 func (e *engine) schedule(ctx context.Context) {
-	free := e.parallel - len(e.tasks)
-	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.now().Before(e.quotaUntil) {
+	free := e.slots() - len(e.tasks)
+	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.now().Before(e.quotaUntil) || e.now().Before(e.rate.until) {
 		return
 	}
 	var cands []*state.Atom
@@ -735,6 +755,7 @@ func (e *engine) launch(ctx context.Context, id string) {
 	e.say("%s %s started (attempt %d): %s", role, id, t.attempt, oneLine(a.Description, 60))
 	tid, attempt := t.id, t.attempt
 	tctx = agent.WithStart(tctx, func(tr proc.Tree) { e.started(tid, id, attempt, tr) })
+	tctx = agent.WithActivity(tctx, func(act agent.Activity) { e.activity(id, role, act) })
 	var tm *taskMerge
 	go func() {
 		start := time.Now()
@@ -820,6 +841,18 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		e.usageLimit(t.atom, r.res)
 		return false
 	}
+	if ae, transient := agent.Transient(r.err); transient {
+		// A rate limit or an overloaded provider: not the atom's fault
+		// either; it goes back untouched and the loop waits a little, with
+		// fewer agents at once.
+		if a.Status == state.StatusInProgress {
+			a.Status = state.StatusPending
+			e.dirty = true
+		}
+		e.rateLimited(t, ae)
+		return false
+	}
+	e.rateCleared()
 	if r.err == nil {
 		if berr := agent.CheckBounds(r.res); berr != nil {
 			r.err = &agent.AttemptError{Reason: berr.Error(), Usage: r.res.Usage}
@@ -843,6 +876,12 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	e.usageFields(&ev, r)
 	if !ok {
 		ev.Reason = reason
+		if kind := failureKind(r); kind != "" {
+			if ev.Data == nil {
+				ev.Data = map[string]any{}
+			}
+			ev.Data["kind"] = kind
+		}
 	}
 	switch t.role {
 	case agent.Probe:
@@ -882,6 +921,19 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		e.next[a.ID] = agent.Worker // re-run on the merged work, no probe or planner
 	}
 	return true
+}
+
+// failureKind classifies a failed attempt for the journal and aot status:
+// the backend's kind, or what the agent itself said.
+func failureKind(r taskResult) string {
+	var ae *agent.AttemptError
+	switch {
+	case errors.As(r.err, &ae) && ae.Kind != "":
+		return string(ae.Kind)
+	case r.err != nil:
+		return string(agent.KindCrash)
+	}
+	return "reported_failure"
 }
 
 func failureReason(role agent.Role, r taskResult) string {

@@ -178,7 +178,7 @@ func (e *engine) release() {
 // waitingForTime reports whether the loop has nothing to run now but will
 // have: an atom waits out its backoff, or the agent's quota resets.
 func (e *engine) waitingForTime() bool {
-	return len(e.waiting) > 0 || e.now().Before(e.quotaUntil)
+	return len(e.waiting) > 0 || e.now().Before(e.quotaUntil) || e.now().Before(e.rate.until)
 }
 
 // parked reports whether an atom has used up max_attempts_per_atom: it is

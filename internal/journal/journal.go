@@ -69,6 +69,8 @@ const (
 	Parked      = "atom_parked" // an atom used up max_attempts_per_atom
 	QuotaWait   = "quota_wait"  // the agent's quota is spent until a given time
 	QuotaResume = "quota_resume"
+	RateLimit   = "rate_limit"    // the provider answered 429/503/529: the loop waits, with fewer agents
+	Activity    = "agent_activity" // a tool call of a running agent (not journaled; progress only)
 	Process     = "agent_process" // an attempt's process tree, killed by a resuming engine if it outlived its engine
 	HandEdit    = "hand_edit"     // the state file was changed behind the engine's back
 	Workspace   = "workspace"     // the run's isolation: integration worktree and branch, or none
