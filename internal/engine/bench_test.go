@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/prompt"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -47,7 +48,7 @@ func (instant) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	return agent.Result{Success: true, Summary: "ok", Feasible: true, Passed: true}, nil
 }
 
-func benchProject(b *testing.B, n int) string {
+func benchProject(b testing.TB, n int) string {
 	dir := b.TempDir()
 	obj := state.Objective{Goal: "g", BackgroundIntent: "b", Deliverables: "d", DefinitionOfDone: "c",
 		BaseCase: &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: "true"}}}
@@ -150,19 +151,26 @@ func BenchmarkMakespan(b *testing.B) {
 }
 
 // BenchmarkPromptSize reports the bytes of the task an agent receives for
-// an atom in the middle of DAGs from 10 to 10,000 atoms: only the atom, its
-// dependencies' bindings and the objective, so it stays flat.
+// an atom in the middle of DAGs from 10 to 10,000 atoms (as JSON for the
+// exec agent, and as the rendered worker prompt a CLI backend sends): only
+// the atom, its dependencies' bindings and the objective, so it stays flat.
 func BenchmarkPromptSize(b *testing.B) {
 	for _, n := range []int{10, 1_000, 10_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			e := promptEngine(n)
 			a := &e.s.Atoms[n/2]
-			var size int
+			var size, text int
 			for b.Loop() {
-				data, _ := json.Marshal(e.taskFor(a, agent.Worker, 1))
-				size = len(data)
+				t := e.taskFor(a, agent.Worker, 1)
+				data, _ := json.Marshal(t)
+				p, err := prompt.Renderer{}.Render(t)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size, text = len(data), len(p)
 			}
-			b.ReportMetric(float64(size), "prompt-bytes")
+			b.ReportMetric(float64(size), "task-bytes")
+			b.ReportMetric(float64(text), "prompt-bytes")
 		})
 	}
 }
