@@ -277,7 +277,7 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 		opts.Judge = &judge{e: e}
 	}
 	e.stoppable(ctx, func(vctx context.Context) {
-		rep, err = verify.BaseCase(vctx, e.s.Objective.BaseCase, opts)
+		rep, err = e.baseCase(vctx, opts)
 	})
 	if e.stop != nil || ctx.Err() != nil {
 		if e.stop == nil {
@@ -360,32 +360,6 @@ func collectFailures(items []verify.ItemResult, prefix string) []string {
 		out = append(out, name+": "+oneLine(it.Evidence, 300))
 	}
 	return out
-}
-
-// judge asks the agent, in the judge role, about an assertion or quality check.
-type judge struct{ e *engine }
-
-func (j *judge) Judge(ctx context.Context, item string, c *state.Check) (bool, string, error) {
-	t := agent.Task{
-		Role:      agent.Judge,
-		Atom:      agent.AtomRef{ID: "base_case", Description: item, DependsOn: []string{}},
-		Objective: agent.Objective{Goal: j.e.s.Objective.Goal, DefinitionOfDone: j.e.s.Objective.DefinitionOfDone},
-		Bindings:  map[string]agent.Binding{},
-		Workdir:   j.e.readDir(),
-		Attempt:   1,
-		StateFile: j.e.opts.StateFile,
-		Check:     checkJSON(c),
-	}
-	tctx, cancel := context.WithTimeout(ctx, j.e.opts.AgentTimeout)
-	defer cancel()
-	res, err := j.e.opts.Agent.Run(tctx, t)
-	j.e.addUsage(res.Usage, err)
-	j.e.event(journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Judge), OK: journal.Bool(err == nil && res.Passed), Reason: item,
-		Tokens: attemptUsage(res, err).InputTokens + attemptUsage(res, err).OutputTokens, CostUSD: attemptUsage(res, err).CostUSD})
-	if err != nil {
-		return false, "", err
-	}
-	return res.Passed, res.Evidence, nil
 }
 
 // plan asks the planner for new atoms after the base case failed with
