@@ -186,6 +186,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 		return err
 	})
 	for _, c := range []*cobra.Command{
+		newCmdAlign(d, g, nil),
 		runCmd,
 		stopCmd,
 		newCmdRedirect(d, g, nil),
