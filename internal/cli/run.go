@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -151,6 +152,9 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		Isolation:     opts.Isolation,
 		CheckTimeout:  opts.CheckTimeout,
 		KeepFailed:    opts.KeepFailed,
+	}
+	if isTerminal(opts.IO.In) {
+		eo.Confirm = confirmOnTerminal(opts.IO)
 	}
 	switch {
 	case opts.Quiet:
@@ -353,4 +357,40 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// confirmOnTerminal asks the person at the terminal whether an assertion
+// the judge passed holds, before the loop completes on it. Only "y" or
+// "yes" confirms; the question waits for an answer (aot stop or Ctrl-C
+// ends the wait as a stop).
+func confirmOnTerminal(io *streams) func(ctx context.Context, item, evidence string) (bool, error) {
+	in := bufio.NewReader(io.In)
+	return func(ctx context.Context, item, evidence string) (bool, error) {
+		w := io.ErrOut
+		fmt.Fprintf(w, "\nThe judge passed the assertion %q:\n  %s\nDoes it hold? [y/N] ", item, oneLine(evidence, 400))
+		type answer struct {
+			line string
+			err  error
+		}
+		got := make(chan answer, 1)
+		go func() {
+			l, err := in.ReadString('\n')
+			got <- answer{l, err}
+		}()
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case a := <-got:
+			if a.err != nil && a.line == "" {
+				return false, fmt.Errorf("no answer from the terminal: %w", a.err)
+			}
+			yes := strings.EqualFold(strings.TrimSpace(a.line), "y") || strings.EqualFold(strings.TrimSpace(a.line), "yes")
+			if yes {
+				fmt.Fprintln(w, "confirmed.")
+			} else {
+				fmt.Fprintln(w, "refused: the check fails.")
+			}
+			return yes, nil
+		}
+	}
 }

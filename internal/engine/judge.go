@@ -37,10 +37,7 @@ const (
 	maxRationale = 600
 
 	unconfirmedSuffix = " (unconfirmed: no terminal to ask)"
-	// confirmEvent is the journal event of a person's word on a judged
-	// assertion at completion: ok true when confirmed (or unconfirmed, no
-	// terminal), false when refused; data: item.
-	confirmEvent = "confirm"
+	confirmEvent = journal.Confirm
 )
 
 // judge asks the agent in the judge role about the checks a program cannot
