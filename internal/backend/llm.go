@@ -5,7 +5,17 @@ package backend
 // (planner, judge, align). Probe, worker and verifier need to look at or
 // change the workdir, so these backends refuse them; set roles.planner,
 // roles.judge and roles.align to openai or anthropic and keep a CLI backend
-// for the others.
+// for the others:
+//
+//	agent: claude
+//	roles:
+//	  judge: {agent: openai, model: gpt-4.1-mini}
+//	  planner: {agent: anthropic, model: claude-sonnet-4-5}
+//	  align: {agent: openai, model: llama3.1, base_url: http://localhost:11434/v1}
+//
+// A judge gets the contents of the files in its check's scope in its
+// prompt, since it cannot open them. Usage is the tokens the API reports;
+// the cost stays 0 (no price table to go stale).
 //
 // Each backend makes exactly one request per attempt. The SDKs' own retries
 // are off (max retries 0): a 429, 503 or 529 comes back at once as

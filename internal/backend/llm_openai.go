@@ -43,12 +43,12 @@ func newOpenAI(s Spec, env Env) (agent.Agent, error) {
 		opts = append(opts, option.WithBaseURL(base))
 	}
 	c := openai.NewClient(opts...)
-	l := &llm{name: "openai", model: s.Model, env: env}
+	call := openaiChat
 	if o.API == "responses" {
-		l.complete = func(ctx context.Context, q llmRequest) (llmReply, error) { return openaiResponses(ctx, c, s.Model, o, q) }
-	} else {
-		l.complete = func(ctx context.Context, q llmRequest) (llmReply, error) { return openaiChat(ctx, c, s.Model, o, q) }
+		call = openaiResponses
 	}
+	l := &llm{name: "openai", model: s.Model, env: env}
+	l.complete = func(ctx context.Context, q llmRequest) (llmReply, error) { return call(ctx, c, s.Model, o, q) }
 	return l, nil
 }
 

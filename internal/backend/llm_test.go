@@ -56,9 +56,19 @@ type llmLog struct {
 	buf bytes.Buffer
 }
 
-func (l *llmLog) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.Write(p) }
-func (l *llmLog) Close() error                { return nil }
-func (l *llmLog) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
+func (l *llmLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *llmLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *llmLog) Close() error { return nil }
 
 // llmAgent builds api's agent against srv, with keys in its own
 // environment (never the test process's).
