@@ -56,7 +56,7 @@ type Gemini struct {
 // "plan" mode is not used: it offers write_file for plans under ~/.gemini.
 const geminiReadOnly = "default"
 
-// Args is the command line of a run for role, without the binary.
+// args is the command line of a run for role, without the binary.
 func (g *Gemini) args(role agent.Role) []string {
 	mode := geminiReadOnly
 	if role == agent.Worker {
@@ -235,7 +235,10 @@ func (s *geminiStream) outcome(role agent.Role, res ProcessResult, watch *gemini
 		if geminiQuota.MatchString(string(res.Stderr)) {
 			return s.apiError(geminiHint(res.Stderr), res, usage)
 		}
-		f.Reason = fmt.Sprintf("agent exited with %s%s", res.State, geminiStderrHint(res.Stderr))
+		if res.State != nil && res.Err == nil && res.WriteErr == nil {
+			// Its last stderr line is usually a stack frame: say what it said.
+			f.Reason = fmt.Sprintf("agent exited with %s%s", res.State, geminiStderrHint(res.Stderr))
+		}
 		f.Usage = usage
 		return agent.Result{}, f
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -362,4 +363,61 @@ func TestGeminiRetryWatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGeminiStreamOutcomes feeds recorded stream-json events (Gemini CLI
+// 0.61.0) to the classification.
+func TestGeminiStreamOutcomes(t *testing.T) {
+	const (
+		writeRefused = `{"type":"tool_use","tool_name":"write_file","tool_id":"w1","parameters":{"file_path":"x.txt","content":"x"}}
+{"type":"tool_result","tool_id":"w1","status":"error","output":"Tool \"write_file\" not found.","error":{"type":"tool_not_registered","message":"Tool \"write_file\" not found."}}`
+		stats = `"stats":{"total_tokens":60,"input_tokens":40,"output_tokens":20,"models":{}}`
+	)
+	for _, tc := range []struct {
+		name, stream string
+		kind         agent.Kind
+		reason       string
+	}{
+		{"refused write, then no answer", writeRefused + `
+{"type":"message","role":"assistant","content":"I could not write x.txt.","delta":true}
+{"type":"result","status":"success",` + stats + `}`, agent.KindPermission, "write_file"},
+		{"error result", `{"type":"result","status":"error","error":{"type":"FatalTurnLimitedError","message":"Reached max session turns for this session."},` + stats + `}`,
+			agent.KindAgent, "max session turns"},
+		{"no result event", `{"type":"message","role":"assistant","content":"{\"success\": true}","delta":true}`, agent.KindMalformed, "without a result event"},
+		{"answer before a tool call only", `{"type":"message","role":"assistant","content":"{\"success\": true","delta":true}
+{"type":"message","role":"assistant","content":", \"summary\": \"split\"}","delta":true}
+{"type":"result","status":"success",` + stats + `}`, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var acts []agent.Activity
+			s := &geminiStream{activity: func(a agent.Activity) { acts = append(acts, a) }, tools: map[string]string{}}
+			for _, l := range strings.Split(tc.stream, "\n") {
+				s.line([]byte(l))
+			}
+			r, err := s.outcome(agent.Worker, ProcessResult{Result: proc.Result{State: successState(t)}}, &geminiRetries{}, nil)
+			if tc.kind == "" {
+				if err != nil || !r.Success || r.Summary != "split" || !r.Usage.Known || r.Usage.InputTokens != 40 {
+					t.Errorf("%+v, %v", r, err)
+				}
+				return
+			}
+			ae := geminiKind(t, err, tc.kind)
+			if !strings.Contains(ae.Reason, tc.reason) {
+				t.Errorf("reason %q lacks %q", ae.Reason, tc.reason)
+			}
+			if strings.Contains(tc.stream, "result") && !ae.Usage.Known {
+				t.Errorf("usage lost: %+v", ae.Usage)
+			}
+		})
+	}
+}
+
+// successState is the state of a process that exited 0.
+func successState(t *testing.T) *os.ProcessState {
+	t.Helper()
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return c.ProcessState
 }
