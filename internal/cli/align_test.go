@@ -8,6 +8,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// aot align writes the state file: it is refused on every path the other
+// commands refuse, and prints one JSON document on each.
+func init() {
+	stateCommands = append(stateCommands,
+		[]string{"align", "--yes", "--agent-command", "true", "r"},
+		[]string{"align", "--force", "--yes", "--agent-command", "true", "r"})
+}
+
 // TestAlignScript runs align.txtar (also part of TestScripts) on its own:
 // the non-interactive forms, their refusals and what they write.
 func TestAlignScript(t *testing.T) {
