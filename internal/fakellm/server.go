@@ -269,7 +269,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	blocks := s.resolve(turn.Blocks, x)
-	if x.schema != nil && !isJSONText(blocks) {
+	// A request that demands JSON of a schema gets it, unless the script
+	// calls a tool: clients such as Codex send their output schema with
+	// every request of a turn, tool-calling ones included.
+	if x.schema != nil && !isJSONText(blocks) && !hasToolUse(blocks) {
 		blocks = []Block{{Type: "text", Text: string(fillSchema(x.schema))}}
 		rec.Reply = "schema"
 	}
@@ -521,4 +524,14 @@ func search(expr, text string) string {
 		return m[1]
 	}
 	return m[0]
+}
+
+// hasToolUse reports whether blocks call a tool.
+func hasToolUse(blocks []Block) bool {
+	for _, b := range blocks {
+		if b.Type == "tool_use" {
+			return true
+		}
+	}
+	return false
 }
