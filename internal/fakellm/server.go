@@ -270,9 +270,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	blocks := s.resolve(turn.Blocks, x)
 	// A request that demands JSON of a schema gets it, unless the script
-	// calls a tool: clients such as Codex send their output schema with
-	// every request of a turn, tool-calling ones included.
-	if x.schema != nil && !isJSONText(blocks) && !hasToolUse(blocks) {
+	// calls a tool the request offers: clients such as Codex send their
+	// output schema with every request of a turn, tool-calling ones
+	// included, while side requests (Gemini's router) offer no tools.
+	if x.schema != nil && !isJSONText(blocks) && (!hasToolUse(blocks) || len(x.tools) == 0) {
 		blocks = []Block{{Type: "text", Text: string(fillSchema(x.schema))}}
 		rec.Reply = "schema"
 	}
