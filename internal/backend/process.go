@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
@@ -48,6 +49,8 @@ func (p *Process) Run(ctx context.Context) ProcessResult {
 	if log == nil {
 		log = io.Discard
 	}
+	// stdout and stderr are read on goroutines of their own.
+	log = &lockedWriter{w: log}
 	out := &lineWriter{log: log, onLine: p.OnLine}
 	errw := &tailWriter{log: log}
 	script := "exec " + shellQuote(p.Bin)
@@ -161,6 +164,18 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 		w.tail = w.tail[len(w.tail)-maxStderrTail:]
 	}
 	return len(p), nil
+}
+
+// lockedWriter serialises writes to the attempt's log.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // shellQuote quotes s for /bin/sh.
