@@ -20,7 +20,8 @@ var cliBins = map[string]struct{ env, rel string }{
 
 // CLIPath finds a real agent CLI ("claude", "codex" or "gemini"): the path
 // in AOT_CLAUDE_BIN / AOT_CODEX_BIN / AOT_GEMINI_BIN, else where
-// `make agent-clis` installs it. The error says how to install it.
+// `make agent-clis` installs it ($AOT_AGENT_CLIS, default
+// ~/.cache/aot/agent-clis). The error says how to install it.
 func CLIPath(name string) (string, error) {
 	bin, ok := cliBins[name]
 	if !ok {
@@ -28,11 +29,15 @@ func CLIPath(name string) (string, error) {
 	}
 	path := os.Getenv(bin.env)
 	if path == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find %s CLI: %w", name, err)
+		dir := os.Getenv("AOT_AGENT_CLIS") // where scripts/agent-clis.sh installs
+		if dir == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("find %s CLI: %w", name, err)
+			}
+			dir = filepath.Join(home, ".cache", "aot", "agent-clis")
 		}
-		path = filepath.Join(home, ".cache", "aot", "agent-clis", filepath.FromSlash(bin.rel))
+		path = filepath.Join(dir, filepath.FromSlash(bin.rel))
 	}
 	fi, err := os.Stat(path)
 	if err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {
