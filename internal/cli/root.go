@@ -193,6 +193,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 		newCmdStatus(d, g, nil),
 		newCmdLogs(d, g, nil),
 		newCmdDemo(d, g, nil),
+		newCmdPlugin(d, g),
 	} {
 		c.GroupID = "loop"
 		root.AddCommand(c)
