@@ -464,3 +464,44 @@ func TestCrashesAloneAreRetriedNotCountedAsStalls(t *testing.T) {
 		t.Fatalf("calls = %v, want 3 worker attempts and nothing else", cs)
 	}
 }
+
+func TestAFailureOnABrokenDependencyRedoesTheDependencyFirst(t *testing.T) {
+	// C's success breaks A's work; B needs A and C. B's failure makes aot
+	// run the checks, find A's check failing and redo A, then B once more:
+	// no probe, no planner, no stall.
+	path := project(t, []state.Atom{
+		{ID: "A", Description: "make A", DependsOn: []string{}},
+		{ID: "C", Description: "make C", DependsOn: []string{}},
+		{ID: "B", Description: "make B", DependsOn: []string{"A", "C"}},
+	}, func(s *state.State) {
+		s.Objective.BaseCase = &state.BaseCase{HasChecklist: true, Checklist: []state.ChecklistItem{
+			{Item: "A", Check: &state.Check{Type: state.CheckCommand, Value: "grep -q good A.ok"}},
+			{Item: "C", Check: &state.Check{Type: state.CheckFile, Value: "C.ok"}},
+			{Item: "B", Check: &state.Check{Type: state.CheckFile, Value: "B.ok"}},
+		}}
+	})
+	dir := ProjectRoot(path)
+	ag := execAgent(dir, `
+[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
+case "$AOT_ATOM_ID" in
+A) echo good > A.ok ;;
+C) touch C.ok; [ ! -f broke ] && { touch broke; echo bad > A.ok; } ;;
+B) grep -q good A.ok || { echo '{"success": false, "summary": "A does not work"}'; exit 0; }; touch B.ok ;;
+esac
+echo '{"success": true, "summary": "done"}'`)
+	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	var order []string
+	for _, c := range calls(t, dir) {
+		order = append(order, fmt.Sprintf("%s:%s%d", c.role, c.atom, c.attempt))
+	}
+	got := strings.Join(order, " ")
+	if !strings.HasSuffix(got, "worker:B1 worker:A1 worker:B2") && !strings.HasSuffix(got, "worker:B1 worker:A2 worker:B2") {
+		t.Fatalf("calls = %s; want B's failure, A redone, B again", got)
+	}
+	if strings.Contains(got, "probe") || strings.Contains(got, "planner") || len(events(t, path, journal.Stall)) != 0 {
+		t.Fatalf("calls = %s, stalls = %d", got, len(events(t, path, journal.Stall)))
+	}
+}

@@ -145,6 +145,7 @@ type engine struct {
 	draining    bool                 // a bound is reached: start nothing, let running agents finish
 	quotaUntil  time.Time            // a usage limit: start nothing before this
 	rate        rateState            // rate limits: wait, and run fewer agents
+	depGen      int                  // gen at the last dependency check, -1 when none
 	sayMu       sync.Mutex           // progress lines come from attempts' goroutines too
 	verifiedGen int                  // gen at the last verification, -1 when none
 	verifyFails []string             // what that verification found
@@ -263,6 +264,7 @@ func newEngine(opts Options) *engine {
 		unattempted: map[string]bool{},
 		reopens:     map[string]int{},
 		verifiedGen: -1,
+		depGen:      -1,
 	}
 }
 
@@ -914,7 +916,12 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	// A crash, a timeout or garbage says nothing about the atom itself: it
 	// is retried as it is; the probe and the planner are for an agent that
 	// tried and reported failure.
-	e.infra = r.err != nil && !conflict
+	// A worker that tried and failed on an atom whose dependencies are done
+	// may have failed because one of them no longer holds (a later atom
+	// broke it): their checks are run first, and a broken dependency is
+	// reopened instead of retrying this atom against it.
+	depBroken := r.err == nil && !conflict && t.role == agent.Worker && e.brokenDependencies(ctx, a) > 0
+	e.infra = (r.err != nil && !conflict) || depBroken
 	e.fail(a, reason)
 	e.infra = false
 	if conflict && !e.parked(a) {

@@ -19,7 +19,10 @@ import (
 
 // reopen reopens the atoms the failures point at and returns how many. An
 // atom is reopened at most max_attempts_per_atom times in a run.
-func (e *engine) reopen(failures []string) int {
+func (e *engine) reopen(failures []string) int { return e.reopenWhere(failures, nil) }
+
+// reopenWhere is reopen limited to the atoms keep accepts (nil: all).
+func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 	checks := map[string]string{} // item name -> what the check names
 	collectChecks(e.s.Objective.BaseCase, checks)
 	evidence := map[string]string{}
@@ -55,7 +58,7 @@ func (e *engine) reopen(failures []string) int {
 	n := 0
 	for i := range e.s.Atoms {
 		a := &e.s.Atoms[i]
-		if a.Status != state.StatusResolved || parents[a.ID] {
+		if a.Status != state.StatusResolved || parents[a.ID] || (keep != nil && !keep(a.ID)) {
 			continue
 		}
 		b := e.s.Binding(a.ID)
