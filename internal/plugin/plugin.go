@@ -56,9 +56,12 @@ func (e *ConflictError) Error() string {
 
 // HookCommand is the shell command a client runs for one hook: the aot
 // binary (a name found on PATH, or an absolute path, quoted when it must be)
-// with `hook CLIENT EVENT`.
+// with `hook CLIENT EVENT`. The clients read exit status 2 as "block" with
+// stderr as the reason, so an aot that fails that way (an older aot without
+// `hook`, a usage error) would hold a session forever: `|| true` makes any
+// failure no decision.
 func HookCommand(aot, client, event string) string {
-	return shellQuote(aot) + " hook " + client + " " + event
+	return shellQuote(aot) + " hook " + client + " " + event + " || true"
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./+:-]+$`)
