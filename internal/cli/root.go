@@ -199,6 +199,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 		root.AddCommand(c)
 	}
 	root.AddCommand(newCmdVersion(d, g), newCmdDemoAgent(d))
+	root.AddCommand(newCmdHook(d, g, nil))
 	return root
 }
 

@@ -1,0 +1,190 @@
+package hooks
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// OwnerFile is the name of the file, in the state file's aot-loop folder,
+// that names the session owning the running loop. It lives beside the
+// journal, not in the state file, so State Contract v1.3 is untouched.
+const OwnerFile = "session.json"
+
+// Owner is the session that owns a loop run from inside a client.
+type Owner struct {
+	Client    Client `json:"client"`
+	SessionID string `json:"session_id"`
+	ClaimedAt string `json:"claimed_at"`    // RFC 3339
+	How       string `json:"how"`           // "start" (recorded when the loop started) or "first-hook"
+	Cwd       string `json:"cwd,omitempty"` // the hook's cwd when it was claimed
+}
+
+// OwnerPath is the owner file of a state file.
+func OwnerPath(stateFile string) string {
+	return filepath.Join(journal.DirFor(stateFile), OwnerFile)
+}
+
+// ReadOwner returns the owner of stateFile's loop, or nil when none is
+// recorded. A file that cannot be read as an owner is an error.
+func ReadOwner(stateFile string) (*Owner, error) {
+	data, err := os.ReadFile(OwnerPath(stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the loop's owner: %w", err)
+	}
+	var o Owner
+	if err := json.Unmarshal(data, &o); err != nil || o.SessionID == "" || o.Client == "" {
+		return nil, fmt.Errorf("the loop's owner file %s is not valid (delete it to let the next session claim the loop)", OwnerPath(stateFile))
+	}
+	return &o, nil
+}
+
+// owns reports whether the hook's session is o.
+func (o *Owner) owns(c Client, session string) bool {
+	return o != nil && o.Client == c && o.SessionID == session && session != ""
+}
+
+// claim records o as the owner unless one is recorded already; it returns
+// the owner in place afterwards. The file is written whole (a temp file
+// linked into place), so a reader never sees half of it, and two sessions
+// claiming at once cannot both win.
+func claim(stateFile string, o Owner) (*Owner, error) {
+	if err := state.CheckPath(stateFile); err != nil {
+		return nil, err
+	}
+	dir := journal.DirFor(stateFile)
+	if err := os.MkdirAll(dir, journal.DirMode); err != nil {
+		return nil, fmt.Errorf("claim the loop: %w", err)
+	}
+	data, err := json.MarshalIndent(o, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(dir, ".session-*.json")
+	if err != nil {
+		return nil, fmt.Errorf("claim the loop: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(append(data, '\n'))
+	if err := errors.Join(werr, tmp.Chmod(journal.FileMode), tmp.Sync(), tmp.Close()); err != nil {
+		return nil, fmt.Errorf("claim the loop: %w", err)
+	}
+	if err := os.Link(tmp.Name(), filepath.Join(dir, OwnerFile)); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("claim the loop: %w", err)
+	}
+	return ReadOwner(stateFile)
+}
+
+// RecordOwner records the session a loop is started from, for `aot run` or
+// `aot control status running` run by a session's shell tool: Claude Code
+// (2.1.330) gives its tools CLAUDE_CODE_SESSION_ID, the session_id of its
+// hooks. An owner already recorded for another session is replaced: the
+// loop now starts from this one. Outside a session it does nothing and
+// returns false.
+func RecordOwner(stateFile string, getenv func(string) string, now time.Time) (bool, error) {
+	id := getenv("CLAUDE_CODE_SESSION_ID")
+	if id == "" {
+		return false, nil
+	}
+	if err := ReleaseOwner(stateFile); err != nil {
+		return false, err
+	}
+	o, err := claim(stateFile, Owner{Client: Claude, SessionID: id, ClaimedAt: now.Format(time.RFC3339), How: "start"})
+	return o.owns(Claude, id), err
+}
+
+// ReleaseOwner forgets the loop's owner: the loop has ended, and the next
+// start may be claimed by any session.
+func ReleaseOwner(stateFile string) error {
+	err := os.Remove(OwnerPath(stateFile))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("release the loop's owner: %w", err)
+}
+
+// peekStatus reads control.status without parsing the file: the frontmatter
+// is scanned line by line up to the control section (near the top of every
+// file aot writes). ok is false when the value cannot be told this way (an
+// unusual layout); the caller then reads the file through the store. It is
+// only ever used to give no decision early, never to approve or block.
+func peekStatus(path string) (status string, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	line := 0
+	inControl := false
+	childIndent := -1
+	for sc.Scan() {
+		b := bytes.TrimRight(sc.Bytes(), "\r")
+		line++
+		if line == 1 {
+			b = bytes.TrimPrefix(b, []byte("\uFEFF"))
+			if string(bytes.TrimRight(b, " \t")) != "---" {
+				return "", false, nil
+			}
+			continue
+		}
+		if string(bytes.TrimRight(b, " \t")) == "---" {
+			return "", false, nil // end of the frontmatter
+		}
+		trimmed := bytes.TrimLeft(b, " ")
+		if len(trimmed) == 0 || trimmed[0] == '#' {
+			continue
+		}
+		indent := len(b) - len(trimmed)
+		if indent == 0 {
+			if inControl {
+				return "", false, nil
+			}
+			inControl = string(bytes.TrimRight(b, " \t")) == "control:"
+			continue
+		}
+		if !inControl {
+			continue
+		}
+		if childIndent < 0 {
+			childIndent = indent
+		}
+		if indent != childIndent || !bytes.HasPrefix(trimmed, []byte("status:")) {
+			continue
+		}
+		return plainValue(string(trimmed[len("status:"):]))
+	}
+	return "", false, sc.Err()
+}
+
+// plainValue reads a one-word scalar, quoted or not, with an optional
+// comment; ok is false for anything else.
+func plainValue(v string) (string, bool, error) {
+	v = strings.TrimSpace(v)
+	if i := strings.Index(v, " #"); i >= 0 {
+		v = strings.TrimSpace(v[:i])
+	}
+	if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+		v = v[1 : len(v)-1]
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r == '_') {
+			return "", false, nil
+		}
+	}
+	return v, v != "", nil
+}
