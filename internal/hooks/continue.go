@@ -48,6 +48,9 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 		// session stop and leave the file as it is.
 		return Decision{}, nil
 	}
+	if ok, err := l.claim(o, in); !ok {
+		return Decision{}, err
+	}
 	// The base case is run outside the lock (it may take minutes), on the
 	// state as read, and only when no atom is left; the verdict counts only
 	// if that is still so under the lock.

@@ -16,7 +16,7 @@ import (
 type loop struct {
 	path    string // the state file
 	root    string // the project: where the base case runs
-	claimed bool   // this hook claimed the loop just now
+	unowned bool   // no session owns the loop yet: see (*loop).claim
 }
 
 // locate finds the state file: the one named by the options (a relative
@@ -59,8 +59,8 @@ func projectRoot(path string) string {
 
 // gate runs the checks that need no full read of the state, cheapest
 // first: a state file exists, its status is running (else a stale owner is
-// forgotten), the session owns the loop (a continuation hook claims an
-// unowned one), and no engine is running it. nil means no decision.
+// forgotten), the session owns the loop (or, for a continuation hook, no
+// session does yet), and no engine is running it. nil means no decision.
 func gate(o *Options, in Input, mayClaim bool) (*loop, error) {
 	if in.SessionID == "" {
 		return nil, nil
@@ -92,16 +92,19 @@ func gate(o *Options, in Input, mayClaim bool) (*loop, error) {
 	if _, held, err := runlock.Holder(path); err != nil || held {
 		return nil, err
 	}
-	l := &loop{path: path, root: projectRoot(path)}
-	if owner == nil {
-		if !mayClaim {
-			return nil, nil
-		}
-		owner, err = claim(path, Owner{Client: o.Client, SessionID: in.SessionID, ClaimedAt: o.now().Format(time.RFC3339), How: "first-hook", Cwd: in.Cwd})
-		if err != nil || !owner.owns(o.Client, in.SessionID) {
-			return nil, err
-		}
-		l.claimed = true
+	if owner == nil && !mayClaim {
+		return nil, nil
 	}
-	return l, nil
+	return &loop{path: path, root: projectRoot(path), unowned: owner == nil}, nil
+}
+
+// claim makes the hook's session the owner of an unowned loop, once its
+// state file has been read and validated; ok is false when another session
+// claimed it first.
+func (l *loop) claim(o *Options, in Input) (ok bool, err error) {
+	if !l.unowned {
+		return true, nil
+	}
+	owner, err := claim(l.path, Owner{Client: o.Client, SessionID: in.SessionID, ClaimedAt: o.now().Format(time.RFC3339), How: "first-hook", Cwd: in.Cwd})
+	return err == nil && owner.owns(o.Client, in.SessionID), err
 }
