@@ -42,7 +42,9 @@ func TestExecBackgroundChildDoesNotHoldTheAnswer(t *testing.T) {
 		t.Run(script, func(t *testing.T) {
 			start := time.Now()
 			r, err, tree := runWithTree(t, &Exec{Command: script, Timeout: time.Minute}, Task{Role: Worker, Workdir: t.TempDir()})
-			if d := time.Since(start); d > time.Second {
+			// Far below the child's 1000 s: the answer does not wait for it
+			// (a loaded machine may take seconds to kill a tree).
+			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("the answer took %v", d)
 			}
 			if err != nil || !r.Success {

@@ -193,7 +193,9 @@ func killTree(t Tree, sh *os.Process) error {
 			}
 			return fmt.Errorf("find the processes of the tree: %w", err)
 		}
-		if round == 0 && !trustGroup {
+		if !trustGroup {
+			// Looked at every round: the group's only member may be a
+			// carrier caught inside execve at first.
 			for _, p := range procs {
 				if p.token && p.pgid == pgid {
 					trustGroup = true
@@ -214,7 +216,11 @@ func killTree(t Tree, sh *os.Process) error {
 					first = time.Now()
 					uncertain[p.pid] = first
 				}
-				if time.Since(first) < execGrace {
+				grace := execGrace
+				if pgid > 0 && p.pgid == pgid {
+					grace = execGraceGroup // in the tree's group: most likely ours
+				}
+				if time.Since(first) < grace {
 					recheck = true
 				}
 			}
@@ -271,6 +277,10 @@ func reapGroupZombies(pgid, shellPid int) {
 // execGrace is how long a process of the tree's lineage whose environment
 // reads empty is watched, in case it was only inside execve.
 const execGrace = 500 * time.Millisecond
+
+// execGraceGroup is execGrace for such a process inside the tree's own
+// process group: on a loaded machine an execve can take seconds.
+const execGraceGroup = 3 * time.Second
 
 // reapBudget bounds how long reapKilled waits for killed orphans to be
 // reparented to us.
