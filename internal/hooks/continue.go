@@ -14,8 +14,12 @@ import (
 // listed bounds the atoms and checks a message names.
 const listed = 10
 
-// errNoChange aborts an update that has nothing to write.
-var errNoChange = errors.New("no change")
+// errNoChange aborts an update that has nothing to write; errVerify one
+// that must wait for the base case.
+var (
+	errNoChange = errors.New("no change")
+	errVerify   = errors.New("the base case must run first")
+)
 
 // decideContinue answers a continuation hook: the decision order of the
 // original stop hook (seed-plugin-behaviour.md 4.2), with its defects fixed.
@@ -35,41 +39,47 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 	if err != nil || l == nil {
 		return Decision{}, err
 	}
+	// One locked read-validate-update decides; when no atom is left it stops
+	// short, the base case runs outside the lock (it may take minutes), and
+	// a second update decides with the verdict, which counts only if no atom
+	// is left then either. A file that does not validate is refused before
+	// fn runs, and so is never claimed.
 	store := state.NewStore(l.path).RefuseInvalid()
-	s, err := store.Read()
-	if err != nil {
-		return Decision{}, err
-	}
-	if r := state.Validate(s); !r.Valid() {
-		return Decision{}, &state.InvalidFileError{File: l.path, Issues: r.Errors}
-	}
-	if s.Control.Status != state.ControlRunning || s.Control.RedirectRequested {
-		// A redirect in progress: the person is changing the loop; let the
-		// session stop and leave the file as it is.
-		return Decision{}, nil
-	}
-	if ok, err := l.claim(o, in); !ok {
-		return Decision{}, err
-	}
-	// The base case is run outside the lock (it may take minutes), on the
-	// state as read, and only when no atom is left; the verdict counts only
-	// if that is still so under the lock.
-	var verdict *verify.Report
-	if !s.Control.StopRequested && dag.Unresolved(s) == 0 {
-		rep, err := o.verify(ctx, s.Objective.BaseCase, l.root)
-		if err != nil {
-			rep = verify.Report{Checklist: []verify.ItemResult{{Item: "base_case", Evidence: err.Error()}}}
-		}
-		verdict = &rep
-	}
 	var d Decision
-	_, err = store.Update(func(s *state.State) error {
+	var verdict *verify.Report
+	var bc *state.BaseCase
+	fn := func(s *state.State) error {
+		if s.Control.Status != state.ControlRunning || s.Control.RedirectRequested {
+			// A redirect in progress: the person is changing the loop; let
+			// the session stop and leave the file as it is.
+			return errNoChange
+		}
+		if ok, err := l.claim(o, in); !ok {
+			if err == nil {
+				err = errNoChange
+			}
+			return err
+		}
+		l.unowned = false
+		if verdict == nil && !s.Control.StopRequested && dag.Unresolved(s) == 0 {
+			bc = s.Objective.BaseCase
+			return errVerify
+		}
 		d = step(s, verdict)
 		if d.Action == None {
 			return errNoChange
 		}
 		return nil
-	})
+	}
+	_, err = store.Update(fn)
+	if errors.Is(err, errVerify) {
+		rep, verr := o.verify(ctx, bc, l.root)
+		if verr != nil {
+			rep = verify.Report{Checklist: []verify.ItemResult{{Item: "base_case", Evidence: verr.Error()}}}
+		}
+		verdict = &rep
+		_, err = store.Update(fn)
+	}
 	if errors.Is(err, errNoChange) {
 		return Decision{}, nil
 	}
