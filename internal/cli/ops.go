@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/hooks"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -214,6 +216,8 @@ func newCmdControl(d *deps, g *globalOptions) *cobra.Command {
 type controlStatusOptions struct {
 	IO        *streams
 	Global    *globalOptions
+	getenv    func(string) string
+	now       func() time.Time
 	Status    string
 	Reason    string
 	HasReason bool
@@ -222,7 +226,7 @@ type controlStatusOptions struct {
 var controlStatuses = []string{state.ControlPending, state.ControlRunning, state.ControlStopped, state.ControlCompleted}
 
 func newCmdControlStatus(d *deps, g *globalOptions, runF func(*controlStatusOptions) error) *cobra.Command {
-	opts := &controlStatusOptions{IO: d.io, Global: g}
+	opts := &controlStatusOptions{IO: d.io, Global: g, getenv: d.getenv, now: d.now}
 	cmd := &cobra.Command{
 		Use:   "status STATUS [--reason R]",
 		Short: "Set control.status (pending, running, stopped, completed)",
@@ -231,6 +235,10 @@ stopped; running -> stopped or completed; stopped -> running (resume) or
 completed; completed -> running (a new round of work). --reason sets
 control.stop_reason; setting running clears an old stop_reason and
 stop_requested unless --reason is given.
+
+Run from a Claude Code session's shell tool (CLAUDE_CODE_SESSION_ID set),
+setting running makes that session the loop's owner: aot hook drives only
+that session through the atoms (in-session mode; see aot help hook).
 
 JSON: {success, status, reason?}.`,
 		Args: chainArgs(exactArgs("STATUS"), oneOfArg(0, "status", controlStatuses...)),
@@ -271,6 +279,18 @@ func controlStatusRun(opts *controlStatusOptions) error {
 	})
 	if err != nil {
 		return err
+	}
+	switch opts.Status {
+	case state.ControlRunning:
+		if opts.getenv != nil {
+			if owned, err := hooks.RecordOwner(opts.Global.StateFile, opts.getenv, opts.now()); err != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "aot: warning: the session could not be recorded as the loop's owner: %v\n", err)
+			} else if owned && !opts.Global.JSON {
+				fmt.Fprintln(opts.IO.Out, "this session owns the loop: its stop hook continues it")
+			}
+		}
+	case state.ControlStopped, state.ControlCompleted:
+		_ = hooks.ReleaseOwner(opts.Global.StateFile)
 	}
 	doc := controlStatusDoc{Success: true, Status: opts.Status}
 	if opts.HasReason {

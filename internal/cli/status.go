@@ -401,7 +401,7 @@ func roleSpend(roles map[string]atomSpendDoc) string {
 		if !ok {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %d× %d tokens $%.4f %s", r, sp.Attempts, sp.Tokens, sp.CostUSD, (time.Duration(sp.DurationMS) * time.Millisecond).Round(time.Second)))
+		parts = append(parts, fmt.Sprintf("%s %d× %d tokens $%.4f %s", r, sp.Attempts, sp.Tokens, sp.CostUSD, (time.Duration(sp.DurationMS)*time.Millisecond).Round(time.Second)))
 	}
 	return strings.Join(parts, "; ")
 }
