@@ -122,7 +122,7 @@ func ReleaseOwner(stateFile string) error {
 // unusual layout); the caller then reads the file through the store. It is
 // only ever used to give no decision early, never to approve or block.
 func peekStatus(path string) (status string, ok bool, err error) {
-	f, err := os.Open(path)
+	f, err := state.OpenRegular(path) // a FIFO must not hang a hook
 	if err != nil {
 		return "", false, err
 	}

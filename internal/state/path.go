@@ -193,3 +193,12 @@ func Find(dir string) (string, bool) {
 		dir = parent
 	}
 }
+
+// OpenRegular opens a state file for reading the way every command does:
+// without blocking, and refusing what is not a regular file (see
+// openRegular). For readers outside the store, such as the hooks' quick
+// look at control.status.
+func OpenRegular(path string) (*os.File, error) {
+	f, _, err := openRegular(path)
+	return f, err
+}
