@@ -7,10 +7,11 @@
 # For every size it writes a running loop with bench/gen into a project's
 # .claude/aot-loop-state.md, then times each case RUNS times (median, ms)
 # and prints it as a multiple of the median start of a tiny Go binary built
-# here (func main() {}). Cases with nothing to decide: stop_hook_active, a
-# foreign session's tool call, a loop that is not running. Cases that read
-# the state: the owning session's tool call (approved) and its Stop (a
-# block, written through the store, on a fresh copy each run). Each hook
+# here (func main() {}). Cases with nothing to decide: a foreign session's
+# tool call, a loop that is not running. Cases that read the state: the
+# owning session's Stop with stop_hook_active (no decision: no progress
+# since the previous stop), its tool call (approved) and its Stop (a block,
+# written through the store, on a fresh copy each run). Each hook
 # case runs twice: through bin/aot, and through a slim binary that holds
 # only internal/hooks (what a dedicated hook entry point would cost).
 # Targets (docs/PERFORMANCE.md): within 3x a bare start when nothing is
@@ -113,7 +114,7 @@ for n in $SIZES; do
 			us=$(timed "$prep" "$stdin" "${run[@]}" "$@")
 			printf '| %s | %s | %s | %s | %.2f | %.1fx |\n' "$n" "$label" "$decision" "$bin" "$(echo "$us / 1000" | bc -l)" "$(echo "$us / $bare" | bc -l)"
 		}
-		row "claude stop, stop_hook_active" "none" "$reset" "$work/active.json" claude stop
+		row "claude stop, owner, stop_hook_active" "none" "$reset" "$work/active.json" claude stop
 		row "claude pre-tool-use, foreign session" "none" "$reset" "$work/foreign.json" claude pre-tool-use
 		row "claude stop, loop stopped" "none" "$stopped" "$work/stop.json" claude stop
 		row "claude pre-tool-use, owner, Read" "allow" "$reset" "$work/own.json" claude pre-tool-use

@@ -20,11 +20,14 @@ stdout. The plugin written by aot plugin install calls:
 
 The continuation hook (claude stop and subagent-stop, codex stop, gemini
 after-agent) keeps the session that owns the running loop working on it:
-  - no decision (nothing printed) when stop_hook_active is true (the client
-    already kept the session going once: a session can never be wedged),
-    when there is no state file, the loop is not running, another session
-    owns it, aot run's engine is running it, a redirect is in progress, or
-    (subagent-stop) the subagent is not the aot coordinator;
+  - no decision (nothing printed) when stop_hook_active is true (a hook
+    already kept the session going since the person's last prompt) and the
+    session has resolved no atom since the previous stop, so a session can
+    never be wedged (Claude Code keeps the flag set for every stop until
+    the next prompt); when there is no state file, the loop is not
+    running, another session owns it, aot run's engine is running it, a
+    redirect is in progress, or (subagent-stop) the subagent is not the
+    aot coordinator;
   - otherwise, under the state file's lock: a manual stop request stops the
     loop; iteration + 1; fewer unresolved atoms than at the previous stop is
     progress (stall_count 0), else stall_count + 1; when no atom is left aot

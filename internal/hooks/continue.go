@@ -24,11 +24,6 @@ var (
 // decideContinue answers a continuation hook: the decision order of the
 // original stop hook (seed-plugin-behaviour.md 4.2), with its defects fixed.
 func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error) {
-	// The client already kept this session going once for a hook: let it
-	// stop, so that no state of the file can wedge a session (D6).
-	if in.StopHookActive {
-		return Decision{}, nil
-	}
 	// Only the aot coordinator subagent iterates: any other subagent of the
 	// session (a worker the session started for an atom) may finish, and
 	// the session's own Stop does the bookkeeping once.
@@ -38,6 +33,14 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 	l, err := gate(o, in, true)
 	if err != nil || l == nil {
 		return Decision{}, err
+	}
+	// stop_hook_active: a hook already kept this session going, and Claude
+	// Code (2.1.330) keeps the flag set for every later stop until the
+	// person's next prompt. Such a session is never claimed, and is kept
+	// going again only for progress (below): no state of the file can wedge
+	// it (D6), yet a loop of several atoms still runs to its end.
+	if in.StopHookActive && l.unowned {
+		return Decision{}, nil
 	}
 	// One locked read-validate-update decides; when no atom is left it stops
 	// short, the base case runs outside the lock (it may take minutes), and
@@ -65,8 +68,11 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 			bc = s.Objective.BaseCase
 			return errVerify
 		}
+		prev := s.Control.PrevPendingCount
+		progress := prev >= 0 && dag.Unresolved(s) < prev
 		d = step(s, verdict)
-		if d.Action == None {
+		if d.Action == None || in.StopHookActive && d.Action == Block && !progress {
+			d = Decision{}
 			return errNoChange
 		}
 		return nil

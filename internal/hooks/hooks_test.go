@@ -260,6 +260,60 @@ func TestBaseCase(t *testing.T) {
 	}
 }
 
+// TestStopHookActiveNeedsProgress: Claude Code keeps stop_hook_active set
+// for every stop after a hook's block until the next prompt, so a session
+// with that flag is kept going again only when it resolved atoms since the
+// last stop, and may complete the loop; an unowned loop is never claimed.
+func TestStopHookActiveNeedsProgress(t *testing.T) {
+	dir, path := project(t, stateText)
+	o := opts(Claude, Stop)
+	cont := first(t, "claude", "Stop", dir, active)
+	if d, err := Decide(context.Background(), o, cont); err != nil || d.Action != None {
+		t.Fatalf("unowned loop, stop_hook_active: %+v, %v", d, err)
+	}
+	if ow, _ := ReadOwner(path); ow != nil {
+		t.Fatalf("claimed under stop_hook_active: %+v", ow)
+	}
+	if d, _ := Decide(context.Background(), o, first(t, "claude", "Stop", dir, noActive)); d.Action != Block {
+		t.Fatalf("first stop: %+v", d)
+	}
+	resolve := func(id string) {
+		t.Helper()
+		for _, st := range []string{state.StatusInProgress, state.StatusResolved} {
+			_, err := state.NewStore(path).Update(func(s *state.State) error {
+				for i := range s.Atoms {
+					if s.Atoms[i].ID == id {
+						s.Atoms[i].Status = st
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	resolve("A1")
+	d, err := Decide(context.Background(), o, cont)
+	if err != nil || d.Action != Block || !strings.Contains(d.Reason, "A2: Test the code") {
+		t.Fatalf("progress under stop_hook_active: %+v, %v; want a block naming A2", d, err)
+	}
+	before, _ := os.ReadFile(path)
+	if d, err := Decide(context.Background(), o, cont); err != nil || d.Action != None {
+		t.Errorf("no progress under stop_hook_active: %+v, %v", d, err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("no progress under stop_hook_active changed the file")
+	}
+	resolve("A2")
+	if err := os.WriteFile(filepath.Join(dir, "done.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := Decide(context.Background(), o, cont); err != nil || d.Action != End || !strings.Contains(d.Message, "completed") {
+		t.Errorf("done under stop_hook_active: %+v, %v; want the loop completed", d, err)
+	}
+}
+
 func TestContinuationBranches(t *testing.T) {
 	tests := []struct {
 		name    string
