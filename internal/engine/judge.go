@@ -37,7 +37,7 @@ const (
 	maxRationale = 600
 
 	unconfirmedSuffix = " (unconfirmed: no terminal to ask)"
-	confirmEvent = journal.Confirm
+	confirmEvent      = journal.Confirm
 )
 
 // judge asks the agent in the judge role about the checks a program cannot
