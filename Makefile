@@ -5,6 +5,7 @@ export GOTOOLCHAIN := local
 
 build:
 	go build -o bin/aot ./cmd/aot
+	go build -o bin/aot-hook ./cmd/aot-hook
 
 # The agent CLIs the integration tests drive, pinned, from the npm registry
 # (scripts/agent-clis.sh; a cached install is kept).

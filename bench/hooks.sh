@@ -12,8 +12,9 @@
 # owning session's Stop with stop_hook_active (no decision: no progress
 # since the previous stop), its tool call (approved) and its Stop (a block,
 # written through the store, on a fresh copy each run). Each hook
-# case runs twice: through bin/aot, and through a slim binary that holds
-# only internal/hooks (what a dedicated hook entry point would cost).
+# case runs twice: through `bin/aot hook`, and through bin/aot-hook
+# (cmd/aot-hook: the same answers from a binary that links only the hooks
+# and the state contract; aot plugin install uses it when it is on PATH).
 # Targets (docs/PERFORMANCE.md): within 3x a bare start when nothing is
 # decided, within 15x when the state must be read.
 set -euo pipefail
@@ -24,8 +25,7 @@ SIZES=${SIZES:-"10 1000 10000"}
 RUNS=${RUNS:-21}
 
 work=$(mktemp -d)
-slimsrc=$(mktemp -d ./bench/.hookslim.XXXXXX)
-trap 'rm -rf "$work" "$slimsrc"' EXIT
+trap 'rm -rf "$work"' EXIT
 
 mkdir -p bin
 go build -o bin/aot ./cmd/aot
@@ -37,35 +37,8 @@ printf 'package main\n\nfunc main() {}\n' >"$work/bare/main.go"
 printf 'module bare\n\ngo 1.26\n' >"$work/bare/go.mod"
 (cd "$work/bare" && go build -o "$work/barebin" .)
 
-cat >"$slimsrc/main.go" <<'EOF'
-package main
+go build -o bin/aot-hook ./cmd/aot-hook
 
-import (
-	"context"
-	"fmt"
-	"os"
-
-	"github.com/aot-loop/aot/internal/hooks"
-)
-
-func main() {
-	in, err := hooks.ParseInput(os.Stdin)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return
-	}
-	c, ev := hooks.Client(os.Args[1]), hooks.Event(os.Args[2])
-	d, err := hooks.Decide(context.Background(), hooks.Options{Client: c, Event: ev, Getenv: os.Getenv, Getwd: os.Getwd}, in)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if d.Action == hooks.Allow {
-			return
-		}
-	}
-	os.Stdout.Write(hooks.Render(c, ev, d))
-}
-EOF
-go build -o "$work/slim" "./$slimsrc"
 
 now_ns() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -105,8 +78,8 @@ for n in $SIZES; do
 	eval "$reset"
 	bare=$(timed : "$work/active.json" "$work/barebin")
 	printf '| %s | bare Go process | | | %.2f | 1.0x |\n' "$n" "$(echo "$bare / 1000" | bc -l)"
-	for bin in aot slim; do
-		if [ "$bin" = aot ]; then run=("$aot" hook); else run=("$work/slim"); fi
+	for bin in aot aot-hook; do
+		if [ "$bin" = aot ]; then run=("$aot" hook); else run=("$PWD/bin/aot-hook"); fi
 		row() { # LABEL DECISION PREP STDIN ARGS...
 			local label=$1 decision=$2 prep=$3 stdin=$4
 			shift 4

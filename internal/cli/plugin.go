@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -50,7 +51,10 @@ after-agent|before-tool". Both keep every other setting and hook; installing
 again replaces only aot's own hooks. With --codex or --gemini and no DIR,
 the Claude Code plugin is not written.
 
-The hooks run "aot" found on PATH; --aot-bin PATH names another aot binary.
+The hooks run "aot-hook" when it is on PATH at install time (built and
+installed beside aot: the same answers as aot hook, a faster start, which
+matters since PreToolUse runs on every tool call), else "aot hook"; --aot-bin
+PATH names another aot or aot-hook binary.
 
 JSON: {success, claude?: {dir, files: [{path, action}]}, codex?: {path,
 action}, gemini?: {path, action}, notes: [sentence]}; action is written,
@@ -100,7 +104,7 @@ func newCmdPluginInstall(d *deps, g *globalOptions, runF func(*pluginInstallOpti
 	fs.StringVar(&opts.Codex, "codex", "", "also write Codex's hooks into `DIR`/hooks.json ($CODEX_HOME)")
 	fs.StringVar(&opts.Gemini, "gemini", "", "also write Gemini CLI's hooks into `DIR`/settings.json (~/.gemini)")
 	fs.BoolVar(&opts.Force, "force", false, "replace plugin files that differ")
-	fs.StringVar(&aotBin, "aot-bin", "aot", "the aot binary the hooks run: a name on PATH or a `path`")
+	fs.StringVar(&aotBin, "aot-bin", "", "the aot (or aot-hook) binary the hooks run: a name on PATH or a `path` (default: aot-hook if on PATH, else aot)")
 	return cmd
 }
 
@@ -108,6 +112,12 @@ func newCmdPluginInstall(d *deps, g *globalOptions, runF func(*pluginInstallOpti
 // makes a path absolute, since hooks run in whatever directory the session
 // is in. A path must name an executable file.
 func resolveAotBin(bin string) (string, error) {
+	if bin == "" {
+		if _, err := exec.LookPath("aot-hook"); err == nil {
+			return "aot-hook", nil
+		}
+		return "aot", nil
+	}
 	if strings.TrimSpace(bin) == "" {
 		return "", usagef("--aot-bin is empty")
 	}
