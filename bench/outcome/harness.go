@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -238,7 +239,7 @@ func (c *Config) runOne(ctx context.Context, r *Result) error {
 		}
 	}
 	r.Wall = time.Since(start)
-	r.LeftWhat = leftovers(filepath.Join(logs, "pids"), filepath.Base(c.Sim))
+	r.LeftWhat = leftovers(filepath.Join(logs, "pids"), filepath.Base(c.Sim), specPath, r.Dir)
 	r.Left = len(r.LeftWhat)
 	r.Complete = complete(r.Dir, spec)
 	r.Calls = countLines(filepath.Join(logs, "calls"))
@@ -467,9 +468,12 @@ func sumUsage(path string) int64 {
 // leftovers finds the sim's processes (agents and their background
 // children) still alive after the runner returned, kills them so that
 // nothing outlives the benchmark, and returns their pids-file lines. A
-// process is the sim's only if its command line still is the sim's or
-// sleep's (a pid may have been reused).
-func leftovers(pidsFile, sim string) []string {
+// process is this run's only if it still is: a sim whose command line names
+// this run's spec file, or a sleep whose working directory or environment
+// is this run's project. Pids are reused, and 16 runs at once on a machine
+// whose pid_max is 32768 wrap around within minutes, so a pid alone could
+// name another run's sim.
+func leftovers(pidsFile, sim, specPath, dir string) []string {
 	data, err := os.ReadFile(pidsFile)
 	if err != nil {
 		return nil
@@ -494,7 +498,7 @@ func leftovers(pidsFile, sim string) []string {
 	alive := func() []int {
 		var out []int
 		for _, pid := range pids {
-			if ours(pid, sim) {
+			if ours(pid, sim, specPath, dir) {
 				out = append(out, pid)
 			}
 		}
@@ -514,8 +518,9 @@ func leftovers(pidsFile, sim string) []string {
 	return out
 }
 
-// ours reports whether pid is a live (not zombie) sim or sleep process.
-func ours(pid int, sim string) bool {
+// ours reports whether pid is a live (not zombie) sim or sleep process of
+// the run whose spec file is specPath and whose project is dir.
+func ours(pid int, sim, specPath, dir string) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
@@ -528,8 +533,17 @@ func ours(pid int, sim string) bool {
 		return false
 	}
 	argv := strings.Split(string(cmdline), "\x00")
-	base := filepath.Base(argv[0])
-	return base == sim || base == "sleep" && len(argv) > 1 && argv[1] == "1000"
+	switch base := filepath.Base(argv[0]); {
+	case base == sim:
+		return slices.Contains(argv, specPath)
+	case base == "sleep" && len(argv) > 1 && argv[1] == "1000":
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
+			return true
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		return err == nil && bytes.Contains(env, []byte(dir))
+	}
+	return false
 }
 
 func oneLine(s string) string {

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,5 +163,30 @@ func TestAggregateAndTargets(t *testing.T) {
 	}
 	if median([]float64{3, 1, 2, 10}) != 2.5 {
 		t.Fatal("median")
+	}
+}
+
+// A leftover is this run's process only: a reused pid of another run's
+// sleep (other working directory) is not counted.
+func TestLeftoversAreThisRunsOnly(t *testing.T) {
+	mine, other := t.TempDir(), t.TempDir()
+	start := func(dir string) *exec.Cmd {
+		cmd := exec.Command("sleep", "1000")
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	a, b := start(mine), start(other)
+	pids := filepath.Join(t.TempDir(), "pids")
+	content := fmt.Sprintf("%d background\n%d background\n", a.Process.Pid, b.Process.Pid)
+	if err := os.WriteFile(pids, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := leftovers(pids, "simagent", "/no/spec.json", mine)
+	if len(got) != 1 || !strings.HasPrefix(got[0], fmt.Sprint(a.Process.Pid)) {
+		t.Fatalf("leftovers = %q, want only pid %d", got, a.Process.Pid)
 	}
 }
