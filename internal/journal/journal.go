@@ -69,15 +69,14 @@ const (
 	Parked      = "atom_parked" // an atom used up max_attempts_per_atom
 	QuotaWait   = "quota_wait"  // the agent's quota is spent until a given time
 	QuotaResume = "quota_resume"
-	Confirm     = "confirm"        // a person's word on an assertion the judge passed: ok true confirmed (or unconfirmed, no terminal), false refused; data: item
-	RateLimit   = "rate_limit"     // the provider answered 429/503/529: the loop waits, with fewer agents
-	Activity    = "agent_activity" // a tool call of a running agent (not journaled; progress only)
-	Process     = "agent_process"  // an attempt's process tree, killed by a resuming engine if it outlived its engine
-	HandEdit    = "hand_edit"      // the state file was changed behind the engine's back
-	Workspace   = "workspace"      // the run's isolation: integration worktree and branch, or none
-	Worktree    = "worktree"       // an attempt's worktree, journaled before it exists; or an orphan removed
-	Merge       = "merge"          // an attempt's changes merged (or a conflict): changed files, commit
-	Landing     = "landing"        // where the merged work landed at the end of the run
+	Confirm     = "confirm"       // a person's word on an assertion the judge passed: ok true confirmed (or unconfirmed, no terminal), false refused; data: item
+	RateLimit   = "rate_limit"    // the provider answered 429/503/529: the loop waits, with fewer agents
+	Process     = "agent_process" // an attempt's process tree, killed by a resuming engine if it outlived its engine
+	HandEdit    = "hand_edit"     // the state file was changed behind the engine's back
+	Workspace   = "workspace"     // the run's isolation: integration worktree and branch, or none
+	Worktree    = "worktree"      // an attempt's worktree, journaled before it exists; or an orphan removed
+	Merge       = "merge"         // an attempt's changes merged (or a conflict): changed files, commit
+	Landing     = "landing"       // where the merged work landed at the end of the run
 )
 
 // Event is one line of the journal. Fields that do not apply are left out.
