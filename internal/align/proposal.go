@@ -220,13 +220,7 @@ func check(c Check) *state.Check {
 
 // Problems is what keeps the proposal's state from passing aot gate, as the
 // gate says it; none means it may be written.
-func Problems(s *state.State) []string {
-	missing := s.Missing()
-	if st := s.Control.Status; st != state.ControlPending && st != state.ControlStopped {
-		missing = append(missing, state.StatusMissing(st, state.ControlPending, state.ControlStopped))
-	}
-	return missing
-}
+func Problems(s *state.State) []string { return s.GateMissing() }
 
 // InvalidError is a proposal that does not pass the gate.
 type InvalidError struct{ Problems []string }

@@ -147,7 +147,7 @@ func (c *Claude) outcome(role agent.Role, res ProcessResult, st *claudeStream) (
 				Reason: fmt.Sprintf("permission denied: Claude Code refused %s, and the %s gave no valid answer (%v)", strings.Join(denied, ", "), role, decodeErr)}
 		}
 		return agent.Result{}, &agent.AttemptError{Kind: agent.KindMalformed, Usage: usage,
-			Reason: fmt.Sprintf("malformed answer: %v; the %s said: %s", decodeErr, role, claudeQuote(r.Result))}
+			Reason: fmt.Sprintf("malformed answer: %v; the %s said: %s", decodeErr, role, quoteText(r.Result))}
 	}
 	if len(denied) > 0 && !out.UsageLimit && !out.OK(role) {
 		note := fmt.Sprintf(" (Claude Code refused: %s)", strings.Join(denied, ", "))
@@ -177,14 +177,14 @@ func (c *Claude) errorResult(r *claudeResult, st *claudeStream, usage agent.Usag
 	switch {
 	case r.APIErrorStatus == 429 || r.APIErrorStatus == 503 || r.APIErrorStatus == 529 || claudeRateLimitText.MatchString(text):
 		return agent.Result{}, &agent.AttemptError{Kind: agent.KindRateLimit, Usage: usage, RetryAfter: st.retryDelay(),
-			Reason: fmt.Sprintf("rate limited after %d retries by Claude Code: %s", st.retries, claudeQuote(text))}
+			Reason: fmt.Sprintf("rate limited after %d retries by Claude Code: %s", st.retries, quoteText(text))}
 	}
 	what := r.Subtype
 	if r.TerminalReason != "" {
 		what = r.TerminalReason
 	}
 	return agent.Result{}, &agent.AttemptError{Kind: agent.KindAgent, Usage: usage,
-		Reason: fmt.Sprintf("Claude Code reported an error (%s): %s", what, claudeQuote(text))}
+		Reason: fmt.Sprintf("Claude Code reported an error (%s): %s", what, quoteText(text))}
 }
 
 var (
@@ -257,18 +257,6 @@ func claudeResetTime(now time.Time, m []string) string {
 		at = at.AddDate(0, 0, 1)
 	}
 	return at.Format(time.RFC3339)
-}
-
-// claudeQuote quotes the start of what an agent said.
-func claudeQuote(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "nothing"
-	}
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	return strconv.Quote(s)
 }
 
 // claudeStream follows Claude Code's stream-json events.

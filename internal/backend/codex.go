@@ -236,7 +236,7 @@ func (s *codexStream) line(b []byte) {
 		// "Reconnecting... 2/5 (...)" is Codex retrying on its own: shown
 		// so a stalled model is told from a working agent, not fatal.
 		if strings.HasPrefix(e.Message, "Reconnecting...") {
-			s.activity(agent.Activity{Detail: codexOneLine(e.Message)})
+			s.activity(agent.Activity{Detail: oneLine(e.Message)})
 		} else if e.Message != "" {
 			s.failure = e.Message
 		}
@@ -272,7 +272,7 @@ func (s *codexStream) item(it *codexItem, completed bool) {
 func (s *codexStream) describe(it *codexItem) (agent.Activity, bool) {
 	switch it.Type {
 	case "command_execution":
-		return agent.Activity{Tool: "Bash", Detail: codexOneLine(codexUnwrapShell(it.Command))}, true
+		return agent.Activity{Tool: "Bash", Detail: oneLine(codexUnwrapShell(it.Command))}, true
 	case "file_change":
 		paths := make([]string, 0, len(it.Changes))
 		for _, c := range it.Changes {
@@ -282,13 +282,13 @@ func (s *codexStream) describe(it *codexItem) (agent.Activity, bool) {
 			}
 			paths = append(paths, p)
 		}
-		return agent.Activity{Tool: "Edit", Detail: codexOneLine(strings.Join(paths, ", "))}, true
+		return agent.Activity{Tool: "Edit", Detail: oneLine(strings.Join(paths, ", "))}, true
 	case "mcp_tool_call":
 		return agent.Activity{Tool: it.Server + "." + it.Tool}, true
 	case "web_search":
-		return agent.Activity{Tool: "WebSearch", Detail: codexOneLine(it.Query)}, true
+		return agent.Activity{Tool: "WebSearch", Detail: oneLine(it.Query)}, true
 	case "collab_tool_call":
-		return agent.Activity{Tool: it.Tool, Detail: codexOneLine(it.Prompt)}, true
+		return agent.Activity{Tool: it.Tool, Detail: oneLine(it.Prompt)}, true
 	}
 	return agent.Activity{}, false
 }
@@ -296,7 +296,7 @@ func (s *codexStream) describe(it *codexItem) (agent.Activity, bool) {
 func codexToolOf(it *codexItem) string {
 	switch it.Type {
 	case "command_execution":
-		return "Bash " + codexOneLine(codexUnwrapShell(it.Command))
+		return "Bash " + oneLine(codexUnwrapShell(it.Command))
 	case "file_change":
 		return "apply_patch"
 	}
@@ -316,15 +316,6 @@ func codexUnwrapShell(cmd string) string {
 		return rest
 	}
 	return cmd
-}
-
-// codexOneLine squeezes s onto one short line.
-func codexOneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	return s
 }
 
 // codexPatchRejected is how Codex logs (on stderr) a file edit its sandbox or
@@ -348,9 +339,9 @@ func (s *codexStream) outcome(role agent.Role, pr ProcessResult) (agent.Result, 
 		}
 		if after, ok := codexRateLimited(s.failure); ok {
 			return agent.Result{}, &agent.AttemptError{Kind: agent.KindRateLimit, Usage: s.usage, RetryAfter: after,
-				Reason: "codex: the model is rate limited or overloaded: " + codexOneLine(s.failure)}
+				Reason: "codex: the model is rate limited or overloaded: " + oneLine(s.failure)}
 		}
-		return fail(agent.KindAgent, "codex: "+codexOneLine(s.failure))
+		return fail(agent.KindAgent, "codex: "+oneLine(s.failure))
 	}
 	if f != nil {
 		f.Usage = s.usage
@@ -370,11 +361,11 @@ func (s *codexStream) outcome(role agent.Role, pr ProcessResult) (agent.Result, 
 	}
 	answer, ok := prompt.ExtractJSON(s.final)
 	if !ok {
-		return fail(agent.KindMalformed, fmt.Sprintf("no JSON answer in codex's final message: %q", codexStart(s.final)))
+		return fail(agent.KindMalformed, fmt.Sprintf("no JSON answer in codex's final message: %q", shorten(s.final, 160)))
 	}
 	r, err := agent.Decode(role, answer)
 	if err != nil {
-		return fail(agent.KindMalformed, fmt.Sprintf("%v; codex's final message: %q", err, codexStart(s.final)))
+		return fail(agent.KindMalformed, fmt.Sprintf("%v; codex's final message: %q", err, shorten(s.final, 160)))
 	}
 	if !r.UsageLimit && !r.OK(role) && len(s.denials) > 0 {
 		return denied()
@@ -382,15 +373,6 @@ func (s *codexStream) outcome(role agent.Role, pr ProcessResult) (agent.Result, 
 	r.Usage = s.usage
 	r.ToolCalls = s.toolCalls
 	return r, nil
-}
-
-// start is the beginning of what the agent said, for reasons.
-func codexStart(s string) string {
-	s = strings.TrimSpace(s)
-	if r := []rune(s); len(r) > 160 {
-		return string(r[:160]) + "…"
-	}
-	return s
 }
 
 // usageLimit reports whether msg is Codex's "You've hit your usage limit"

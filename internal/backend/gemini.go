@@ -265,7 +265,7 @@ func (s *geminiStream) outcome(role agent.Role, res ProcessResult, watch *gemini
 		if said == "" && len(s.warnings) > 0 {
 			return fail(agent.KindMalformed, fmt.Sprintf("no answer; gemini said: %s", geminiLine(s.warnings[len(s.warnings)-1])))
 		}
-		return fail(agent.KindMalformed, fmt.Sprintf("%v; the answer starts: %q", err, geminiStart(said, 200)))
+		return fail(agent.KindMalformed, fmt.Sprintf("%v; the answer starts: %q", err, shorten(said, 200)))
 	}
 	r.Usage = usage
 	r.ToolCalls = s.calls
@@ -427,11 +427,3 @@ func geminiStderrHint(stderr []byte) string {
 var geminiANSI = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
 func geminiStripANSI(s string) string { return geminiANSI.ReplaceAllString(s, "") }
-
-// geminiStart is the first n bytes of s.
-func geminiStart(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}

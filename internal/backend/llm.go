@@ -207,7 +207,7 @@ func (l *llm) decode(role agent.Role, rep llmReply) (agent.Result, error) {
 		return agent.Result{}, &agent.AttemptError{Kind: kind, Usage: rep.Usage, Reason: fmt.Sprintf(format, a...)}
 	}
 	if rep.Refusal != "" && strings.TrimSpace(rep.Text) == "" {
-		return fail(agent.KindAgent, "%s model %s refused: %s", l.name, l.model, llmQuote(rep.Refusal))
+		return fail(agent.KindAgent, "%s model %s refused: %s", l.name, l.model, quoteText(rep.Refusal))
 	}
 	cut := ""
 	if rep.Truncated {
@@ -215,16 +215,16 @@ func (l *llm) decode(role agent.Role, rep llmReply) (agent.Result, error) {
 	}
 	data, ok := prompt.ExtractJSON(rep.Text)
 	if !ok {
-		return fail(agent.KindMalformed, "no JSON answer from %s%s; it said: %s", l.model, cut, llmQuote(rep.Text))
+		return fail(agent.KindMalformed, "no JSON answer from %s%s; it said: %s", l.model, cut, quoteText(rep.Text))
 	}
 	r, err := agent.Decode(role, data)
 	if err != nil {
-		return fail(agent.KindMalformed, "%v%s; %s said: %s", err, cut, l.model, llmQuote(rep.Text))
+		return fail(agent.KindMalformed, "%v%s; %s said: %s", err, cut, l.model, quoteText(rep.Text))
 	}
 	if r.UsageLimit {
 		// A quota is the API's to report, in its status, never the
 		// model's text.
-		return fail(agent.KindMalformed, "%s answered usage_limit in its text, which only an API error can say: %s", l.model, llmQuote(rep.Text))
+		return fail(agent.KindMalformed, "%s answered usage_limit in its text, which only an API error can say: %s", l.model, quoteText(rep.Text))
 	}
 	r.Usage = rep.Usage
 	return r, nil
@@ -273,23 +273,6 @@ func llmRetryAfter(h http.Header, now time.Time) time.Duration {
 		return at.Sub(now)
 	}
 	return 0
-}
-
-// llmQuote quotes the start of what a model said, for a reason text.
-func llmQuote(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "nothing"
-	}
-	const n = 200
-	if len(s) > n {
-		i := n
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		s = s[:i] + "..."
-	}
-	return strconv.Quote(s)
 }
 
 // Limits on the file contents put into a judge's prompt.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -176,6 +177,27 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// shorten trims s and cuts it to at most n runes, marking a cut with "…":
+// the start of what an agent said, for a reason text or a progress line.
+func shorten(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// oneLine squeezes s onto one short line.
+func oneLine(s string) string { return shorten(strings.Join(strings.Fields(s), " "), 200) }
+
+// quoteText quotes the start of what an agent said, or says it said nothing.
+func quoteText(s string) string {
+	if s = shorten(s, 200); s == "" {
+		return "nothing"
+	}
+	return strconv.Quote(s)
 }
 
 // shellQuote quotes s for /bin/sh.

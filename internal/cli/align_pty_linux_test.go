@@ -134,7 +134,7 @@ func TestAlignDialogueOnATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, screen.String())
 	}
-	if p := gateMissing(s); len(p) > 0 {
+	if p := s.GateMissing(); len(p) > 0 {
 		t.Errorf("the written state does not pass the gate: %v", p)
 	}
 	if s.Objective.Goal != "Serve /health on port 8080" {

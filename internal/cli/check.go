@@ -126,7 +126,7 @@ func gateRun(opts *gateOptions) error {
 	default:
 		st := s.Control.Status
 		doc.Status = &st
-		doc.Missing = gateMissing(s)
+		doc.Missing = s.GateMissing()
 	}
 	doc.Ready = len(doc.Missing) == 0
 	if opts.Global.JSON {
@@ -145,11 +145,3 @@ func gateRun(opts *gateOptions) error {
 	return nil
 }
 
-// gateMissing lists every unmet start condition as a sentence.
-func gateMissing(s *state.State) []string {
-	missing := s.Missing()
-	if st := s.Control.Status; st != state.ControlPending && st != state.ControlStopped {
-		missing = append(missing, state.StatusMissing(st, state.ControlPending, state.ControlStopped))
-	}
-	return missing
-}

@@ -270,17 +270,7 @@ func newEngine(opts Options) *engine {
 
 // ProjectRoot is the directory a loop works in: the parent of the state
 // file's .claude directory, else the state file's directory.
-func ProjectRoot(stateFile string) string {
-	abs, err := filepath.Abs(stateFile)
-	if err != nil {
-		abs = stateFile
-	}
-	dir := filepath.Dir(abs)
-	if filepath.Base(dir) == ".claude" {
-		return filepath.Dir(dir)
-	}
-	return dir
-}
+func ProjectRoot(stateFile string) string { return state.ProjectRoot(stateFile) }
 
 func (e *engine) now() time.Time { return e.opts.Now() }
 

@@ -43,20 +43,6 @@ func locate(o *Options, in Input) (string, bool) {
 	return state.Find(cwd)
 }
 
-// projectRoot is the parent of the state file's .claude folder, or the
-// state file's folder (as aot run takes it).
-func projectRoot(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	dir := filepath.Dir(abs)
-	if filepath.Base(dir) == ".claude" {
-		return filepath.Dir(dir)
-	}
-	return dir
-}
-
 // gate runs the checks that need no full read of the state, cheapest
 // first: a state file exists, its status is running (else a stale owner is
 // forgotten), the session owns the loop (or, for a continuation hook, no
@@ -95,7 +81,7 @@ func gate(o *Options, in Input, mayClaim bool) (*loop, error) {
 	if owner == nil && !mayClaim {
 		return nil, nil
 	}
-	return &loop{path: path, root: projectRoot(path), unowned: owner == nil}, nil
+	return &loop{path: path, root: state.ProjectRoot(path), unowned: owner == nil}, nil
 }
 
 // claim makes the hook's session the owner of an unowned loop, once its

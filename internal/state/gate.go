@@ -41,3 +41,13 @@ func (s *State) Missing() []string {
 func StatusMissing(status string, want ...string) string {
 	return fmt.Sprintf("control.status must be %s, not %q", strings.Join(want, " or "), status)
 }
+
+// GateMissing is what aot gate asks before a loop may start: Missing, and
+// a control status a run may start from (pending or stopped).
+func (s *State) GateMissing() []string {
+	missing := s.Missing()
+	if st := s.Control.Status; st != ControlPending && st != ControlStopped {
+		missing = append(missing, StatusMissing(st, ControlPending, ControlStopped))
+	}
+	return missing
+}

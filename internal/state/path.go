@@ -202,3 +202,18 @@ func OpenRegular(path string) (*os.File, error) {
 	f, _, err := openRegular(path)
 	return f, err
 }
+
+// ProjectRoot is the project a state file belongs to: the parent of its
+// .claude folder, else the state file's own folder. Agents and checks run
+// there.
+func ProjectRoot(stateFile string) string {
+	abs, err := filepath.Abs(stateFile)
+	if err != nil {
+		abs = stateFile
+	}
+	dir := filepath.Dir(abs)
+	if filepath.Base(dir) == ".claude" {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
