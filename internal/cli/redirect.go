@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aot-loop/aot/internal/engine"
-	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -138,41 +137,15 @@ type redirectDoc struct {
 }
 
 func redirectRun(opts *redirectOptions) error {
-	_, held, err := runlock.Holder(opts.Global.StateFile)
+	res, err := engine.Redirect(opts.Global.StateFile, opts.Change, opts.now(), opts.Wait)
 	if err != nil {
-		return err
-	}
-	before, err := readState(opts.Global)
-	if err != nil {
-		return err
-	}
-	doc := redirectDoc{Success: true, AppliedBy: "file"}
-	if held {
-		doc.AppliedBy = "engine"
-		if err := engine.SendRedirect(opts.Global.StateFile, opts.Change, opts.Wait); err != nil {
+		var ve *state.ValidationError
+		if errors.As(err, &ve) {
 			return err
 		}
-	} else {
-		_, err := opts.Global.store().Update(func(s *state.State) error {
-			s.Control.RedirectRequested = false
-			return engine.Apply(s, opts.Change, opts.now())
-		})
-		if err != nil {
-			var ve *state.ValidationError
-			if errors.As(err, &ve) {
-				return err
-			}
-			return describeReadError(err)
-		}
+		return describeReadError(err)
 	}
-	after, err := readState(opts.Global)
-	if err != nil {
-		return err
-	}
-	doc.Corrections = []string{}
-	for _, c := range after.Corrections[min(len(before.Corrections), len(after.Corrections)):] {
-		doc.Corrections = append(doc.Corrections, c.Type)
-	}
+	doc := redirectDoc{Success: true, AppliedBy: res.AppliedBy, Corrections: res.Corrections}
 	if opts.Global.JSON {
 		writeJSON(opts.IO.Out, doc)
 		return nil

@@ -189,6 +189,8 @@ func newCmdRoot(d *deps) *cobra.Command {
 		newCmdAlign(d, g, nil),
 		runCmd,
 		stopCmd,
+		newCmdPause(d, g, nil),
+		newCmdResume(d, g, nil),
 		newCmdRedirect(d, g, nil),
 		newCmdStatus(d, g, nil),
 		newCmdLogs(d, g, nil),

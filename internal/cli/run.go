@@ -19,7 +19,6 @@ import (
 	"github.com/aot-loop/aot/internal/backend"
 	"github.com/aot-loop/aot/internal/engine"
 
-	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -291,64 +290,19 @@ type stopDoc struct {
 }
 
 func stopRun(opts *stopOptions) error {
-	reason := strings.TrimSpace(opts.Reason)
-	if reason == "" {
-		reason = "aot stop"
-	}
-	pid, held, err := runlock.Holder(opts.Global.StateFile)
+	res, err := engine.Stop(opts.Global.StateFile, strings.TrimSpace(opts.Reason), opts.Wait)
 	if err != nil {
-		return err
+		return describeReadError(err)
 	}
-	doc := stopDoc{Success: true, Reason: reason, EnginePID: pid}
-	if held {
-		_, err := opts.Global.store().Update(func(s *state.State) error {
-			s.Control.StopRequested = true
-			s.Control.StopReason = &reason
-			return nil
-		})
-		if err != nil {
-			return describeReadError(err)
-		}
-		deadline := time.Now().Add(opts.Wait)
-		for time.Now().Before(deadline) {
-			if _, still, _ := runlock.Holder(opts.Global.StateFile); !still {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if _, still, _ := runlock.Holder(opts.Global.StateFile); still {
-			return fmt.Errorf("the engine (pid %d) has not stopped within %s; the stop request stays in the state file", pid, opts.Wait)
-		}
-	} else {
-		_, err := opts.Global.store().Update(func(s *state.State) error {
-			switch s.Control.Status {
-			case state.ControlRunning, state.ControlPending:
-				s.Control.Status = state.ControlStopped
-				r := "manual stop: " + reason
-				s.Control.StopReason = &r
-				for i := range s.Atoms {
-					if s.Atoms[i].Status == state.StatusInProgress {
-						s.Atoms[i].Status = state.StatusPending
-					}
-				}
-			}
-			s.Control.StopRequested = false
-			return nil
-		})
-		if err != nil {
-			return describeReadError(err)
-		}
+	doc := stopDoc{Success: true, Status: res.Status, Reason: strings.TrimSpace(opts.Reason), EnginePID: res.EnginePID}
+	if doc.Reason == "" {
+		doc.Reason = "aot stop"
 	}
-	s, err := readState(opts.Global)
-	if err != nil {
-		return err
-	}
-	doc.Status = s.Control.Status
 	if opts.Global.JSON {
 		writeJSON(opts.IO.Out, doc)
 		return nil
 	}
-	fmt.Fprintf(opts.IO.Out, "loop is %s (%s)\n", opts.IO.status(doc.Status), orDash(deref(s.Control.StopReason)))
+	fmt.Fprintf(opts.IO.Out, "loop is %s (%s)\n", opts.IO.status(doc.Status), orDash(res.Reason))
 	return nil
 }
 

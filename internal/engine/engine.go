@@ -159,7 +159,9 @@ type engine struct {
 	// sweepReported: an agent reported a failure in this sweep (not only
 	// crashes, timeouts or garbage); only such a sweep can be a stall.
 	sweepReported bool
-	stop          *string // a stop was requested, with its reason
+	stop          *string       // a stop was requested, with its reason
+	paused        *PauseInfo    // a person paused the loop: nothing new starts
+	pausedFor     time.Duration // paused time in this run, not charged to max_wall_time
 	parallel      int
 	maxIter       int
 	halt          *Outcome   // a stop decided inside a step (usage limit)
@@ -377,6 +379,7 @@ func (e *engine) begin() error {
 	s.Control.StopReason = nil
 	s.Control.RedirectRequested = false
 	e.startIter = s.Control.Iteration
+	e.clearPause()
 	e.applyBounds()
 	e.dirty = true
 	e.rebuild()
@@ -441,7 +444,7 @@ func (e *engine) loop(ctx context.Context) Outcome {
 		}
 		e.release()
 		e.schedule(ctx)
-		if len(e.tasks) == 0 && !e.waitingForTime() {
+		if len(e.tasks) == 0 && !e.waitingForTime() && e.paused == nil {
 			if out, done := e.idle(ctx); done {
 				return out
 			}
@@ -619,7 +622,7 @@ func (e *engine) bounds() (Outcome, bool) {
 		return e.outcome(ORExhausted, deref(e.s.Control.StopReason)), true
 	}
 	if c.MaxWallTime != "" {
-		if d, err := state.ParseDuration(c.MaxWallTime); err == nil && d > 0 && e.now().Sub(e.start) >= d {
+		if d, err := state.ParseDuration(c.MaxWallTime); err == nil && d > 0 && e.active() >= d {
 			return e.outcome(Budget, fmt.Sprintf("budget: max_wall_time %s spent in this run; raise it with aot redirect --reason R --max-wall-time D", c.MaxWallTime)), true
 		}
 	}
@@ -670,7 +673,7 @@ func (e *engine) outcome(r Reason, msg string) Outcome {
 // schedule starts agents on executable atoms while slots are free.
 func (e *engine) schedule(ctx context.Context) {
 	free := e.slots() - len(e.tasks)
-	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.now().Before(e.quotaUntil) || e.now().Before(e.rate.until) {
+	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.paused != nil || e.now().Before(e.quotaUntil) || e.now().Before(e.rate.until) {
 		return
 	}
 	var cands []*state.Atom

@@ -23,9 +23,18 @@ func requestDir(stateFile string) string {
 }
 
 type request struct {
-	path   string
-	change Change
-	bad    error
+	path    string
+	change  Change
+	control string // pause or resume; empty for a redirect
+	kill    bool   // pause: kill the running agents instead of letting them finish
+	bad     error
+}
+
+// requestDoc is a request file: a redirect's Change, or a control request.
+type requestDoc struct {
+	Control string `json:"control,omitempty"`
+	Kill    bool   `json:"kill,omitempty"`
+	Change
 }
 
 type answerDoc struct {
@@ -58,8 +67,13 @@ func pendingRequests(stateFile string) ([]request, error) {
 			continue
 		}
 		r := request{path: p}
-		if err := json.Unmarshal(data, &r.change); err != nil {
+		var doc requestDoc
+		if err := json.Unmarshal(data, &doc); err != nil {
 			r.bad = fmt.Errorf("request %s: %w", n, err)
+		}
+		r.change, r.control, r.kill = doc.Change, doc.Control, doc.Kill
+		if r.bad == nil && r.control != "" && r.control != controlPause && r.control != controlResume {
+			r.bad = fmt.Errorf("request %s: unknown control %q", n, r.control)
 		}
 		out = append(out, r)
 	}
@@ -84,22 +98,27 @@ func answer(r request, err error) {
 // SendRedirect hands a change to the running engine of stateFile and waits
 // up to wait for its answer.
 func SendRedirect(stateFile string, c Change, wait time.Duration) error {
+	return send(stateFile, "redirect", requestDoc{Change: c}, wait)
+}
+
+// send writes a request for the running engine and waits for its answer.
+func send(stateFile, what string, doc requestDoc, wait time.Duration) error {
 	dir := requestDir(stateFile)
 	if err := os.MkdirAll(dir, journal.DirMode); err != nil {
-		return fmt.Errorf("redirect: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	data, err := json.Marshal(c)
+	data, err := json.Marshal(doc)
 	if err != nil {
 		return err
 	}
 	name := strconv.FormatInt(time.Now().UnixNano(), 10) + "-" + strconv.Itoa(os.Getpid())
 	tmp := filepath.Join(dir, "."+name+".tmp")
 	if err := os.WriteFile(tmp, data, journal.FileMode); err != nil {
-		return fmt.Errorf("redirect: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	req := filepath.Join(dir, name+".json")
 	if err := os.Rename(tmp, req); err != nil {
-		return fmt.Errorf("redirect: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	done := filepath.Join(dir, name+".done")
 	deadline := time.Now().Add(wait)
@@ -108,7 +127,7 @@ func SendRedirect(stateFile string, c Change, wait time.Duration) error {
 			_ = os.Remove(done)
 			var a answerDoc
 			if err := json.Unmarshal(data, &a); err != nil {
-				return fmt.Errorf("redirect: unreadable answer: %w", err)
+				return fmt.Errorf("%s: unreadable answer: %w", what, err)
 			}
 			if !a.Success {
 				return errors.New(a.Error)
@@ -118,7 +137,7 @@ func SendRedirect(stateFile string, c Change, wait time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if os.Remove(req) == nil {
-		return fmt.Errorf("redirect: the running engine did not take the request within %s; it was withdrawn", wait)
+		return fmt.Errorf("%s: the running engine did not take the request within %s; it was withdrawn", what, wait)
 	}
-	return fmt.Errorf("redirect: the engine took the request but did not answer within %s", wait)
+	return fmt.Errorf("%s: the engine took the request but did not answer within %s", what, wait)
 }

@@ -576,6 +576,10 @@ func (e *engine) poll(ctx context.Context) error {
 			answer(r, r.bad)
 			continue
 		}
+		if r.control != "" {
+			e.control(r)
+			continue
+		}
 		e.redirect(r)
 	}
 	return nil
@@ -588,6 +592,10 @@ func (e *engine) finish(out *Outcome) error {
 		*out = e.outcome(e.halt.Reason, e.halt.Message)
 	}
 	e.killAll("the loop stopped: " + string(out.Reason))
+	if e.paused != nil {
+		e.paused = nil
+		_ = os.Remove(pausePath(e.opts.StateFile))
+	}
 	landing := e.land(context.Background())
 	c := &e.s.Control
 	if out.Reason == Completed {

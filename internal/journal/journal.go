@@ -77,6 +77,8 @@ const (
 	Worktree    = "worktree"      // an attempt's worktree, journaled before it exists; or an orphan removed
 	Merge       = "merge"         // an attempt's changes merged (or a conflict): changed files, commit
 	Landing     = "landing"       // where the merged work landed at the end of the run
+	Pause       = "pause"         // a person paused the loop: nothing new starts; data: kill, running
+	Resume      = "resume"        // a paused loop goes on; data: paused_ms
 )
 
 // Event is one line of the journal. Fields that do not apply are left out.

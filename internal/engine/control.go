@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aot-loop/aot/internal/runlock"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// The controls a person has over a loop, whether or not an engine runs it:
+// the CLI and the server call these, so the rules live in one place.
+
+// StopResult is what Stop did.
+type StopResult struct {
+	EnginePID int    // the engine that was asked to stop; 0 when none ran
+	Status    string // the loop's control status afterwards
+	Reason    string // the stop reason in the state file
+}
+
+// Stop stops the loop of stateFile: a running engine is asked through the
+// state file (it kills its agents and keeps the state) and waited for up to
+// wait; without one, the state file is marked stopped with its in-progress
+// atoms back to pending.
+func Stop(stateFile, reason string, wait time.Duration) (StopResult, error) {
+	store := state.NewStore(stateFile).RefuseInvalid()
+	if reason == "" {
+		reason = "aot stop"
+	}
+	pid, held, err := runlock.Holder(stateFile)
+	if err != nil {
+		return StopResult{}, err
+	}
+	res := StopResult{EnginePID: pid}
+	if held {
+		_, err := store.Update(func(s *state.State) error {
+			s.Control.StopRequested = true
+			s.Control.StopReason = &reason
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+		deadline := time.Now().Add(wait)
+		for time.Now().Before(deadline) {
+			if _, still, _ := runlock.Holder(stateFile); !still {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, still, _ := runlock.Holder(stateFile); still {
+			return res, fmt.Errorf("the engine (pid %d) has not stopped within %s; the stop request stays in the state file", pid, wait)
+		}
+	} else {
+		_, err := store.Update(func(s *state.State) error {
+			switch s.Control.Status {
+			case state.ControlRunning, state.ControlPending:
+				s.Control.Status = state.ControlStopped
+				r := "manual stop: " + reason
+				s.Control.StopReason = &r
+				for i := range s.Atoms {
+					if s.Atoms[i].Status == state.StatusInProgress {
+						s.Atoms[i].Status = state.StatusPending
+					}
+				}
+			}
+			s.Control.StopRequested = false
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+	}
+	s, err := store.Read()
+	if err != nil {
+		return res, err
+	}
+	res.Status = s.Control.Status
+	if s.Control.StopReason != nil {
+		res.Reason = *s.Control.StopReason
+	}
+	return res, nil
+}
+
+// RedirectResult is what Redirect did.
+type RedirectResult struct {
+	AppliedBy   string   // engine or file
+	Corrections []string // the types of the corrections recorded
+}
+
+// Redirect applies a person's change: through the running engine (which
+// kills the agents whose work it invalidates) or, without one, to the state
+// file for the next run. A refused change leaves the file byte-identical.
+func Redirect(stateFile string, c Change, now time.Time, wait time.Duration) (RedirectResult, error) {
+	store := state.NewStore(stateFile).RefuseInvalid()
+	_, held, err := runlock.Holder(stateFile)
+	if err != nil {
+		return RedirectResult{}, err
+	}
+	before, err := store.Read()
+	if err != nil {
+		return RedirectResult{}, err
+	}
+	res := RedirectResult{AppliedBy: "file", Corrections: []string{}}
+	if held {
+		res.AppliedBy = "engine"
+		if err := SendRedirect(stateFile, c, wait); err != nil {
+			return res, err
+		}
+	} else {
+		_, err := store.Update(func(s *state.State) error {
+			s.Control.RedirectRequested = false
+			return Apply(s, c, now)
+		})
+		if err != nil {
+			return res, err
+		}
+	}
+	after, err := store.Read()
+	if err != nil {
+		return res, err
+	}
+	for _, c := range after.Corrections[min(len(before.Corrections), len(after.Corrections)):] {
+		res.Corrections = append(res.Corrections, c.Type)
+	}
+	return res, nil
+}
+
+// ErrNoEngine: pause and resume act on a running engine only.
+type ErrNoEngine struct{ StateFile string }
+
+func (e *ErrNoEngine) Error() string {
+	return "no engine runs the loop of " + e.StateFile + "; start it with aot run"
+}
+
+// Pause pauses the running loop of stateFile (see SendPause).
+func Pause(stateFile string, kill bool, reason string, wait time.Duration) error {
+	if _, held, err := runlock.Holder(stateFile); err != nil {
+		return err
+	} else if !held {
+		return &ErrNoEngine{StateFile: stateFile}
+	}
+	return SendPause(stateFile, kill, reason, wait)
+}
+
+// Resume resumes the paused loop of stateFile.
+func Resume(stateFile, reason string, wait time.Duration) error {
+	if _, held, err := runlock.Holder(stateFile); err != nil {
+		return err
+	} else if !held {
+		return &ErrNoEngine{StateFile: stateFile}
+	}
+	return SendResume(stateFile, reason, wait)
+}
