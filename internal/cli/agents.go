@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
+	"github.com/aot-loop/aot/internal/history"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/prompt"
 )
@@ -58,13 +58,13 @@ func buildAgents(stateFile string, ch agentChoice) (agent.Agent, backend.Config,
 			return nil, cfg, usagef("--agent-command is required for the exec agent (or set AOT_AGENT_COMMAND, or command: in %s)", backend.PathFor(stateFile))
 		}
 	}
-	logDir := filepath.Join(journal.DirFor(stateFile), "logs")
+	logDir := history.LogDir(stateFile)
 	env := backend.Env{
 		Log: func(t agent.Task) (io.WriteCloser, error) {
 			if err := os.MkdirAll(logDir, journal.DirMode); err != nil {
 				return nil, err
 			}
-			name := fmt.Sprintf("%s-%s-%d.log", safeName(t.Atom.ID), t.Role, t.Attempt)
+			name := history.LogName(t.Atom.ID, string(t.Role), t.Attempt)
 			return os.OpenFile(filepath.Join(logDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, journal.FileMode)
 		},
 		Prompts: prompt.Renderer{Dir: filepath.Join(filepath.Dir(stateFile), prompt.OverrideDir)},

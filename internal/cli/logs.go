@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/history"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
@@ -70,8 +68,8 @@ func newCmdLogs(d *deps, g *globalOptions, runF func(*logsOptions) error) *cobra
 			if len(args) == 1 {
 				opts.Atom = args[0]
 			}
-			if opts.Role != "" && !slices.Contains(logRoles, opts.Role) {
-				return usagef("invalid role %q (choose from %s)", opts.Role, quotedList(logRoles))
+			if opts.Role != "" && !slices.Contains(history.Roles, opts.Role) {
+				return usagef("invalid role %q (choose from %s)", opts.Role, quotedList(history.Roles))
 			}
 			if opts.Attempt < 0 || flagChanged(cmd.Flags(), "attempt") && opts.Attempt == 0 {
 				return usagef("--attempt must be 1 or more")
@@ -92,195 +90,14 @@ func newCmdLogs(d *deps, g *globalOptions, runF func(*logsOptions) error) *cobra
 	return cmd
 }
 
-var logRoles = []string{string(agent.Worker), string(agent.Probe), string(agent.Planner), string(agent.Judge)}
-
-// attemptDoc is one run of an agent on an atom and what it printed.
-type attemptDoc struct {
-	Atom       string     `json:"atom"`
-	Role       string     `json:"role"`
-	Attempt    int        `json:"attempt"`
-	Outcome    string     `json:"outcome"` // ok, failed, reset, running, unfinished, unknown
-	Reason     string     `json:"reason,omitempty"`
-	Started    *time.Time `json:"started,omitempty"`
-	DurationMS int64      `json:"duration_ms,omitempty"`
-	LogFile    string     `json:"log_file"`
-	Log        string     `json:"log"`
-
-	seq     int   // order of first appearance
-	printed int64 // bytes of the log printed so far (--follow)
-	done    bool  // its outcome was printed (--follow)
-}
-
-func (a *attemptDoc) key() string { return a.Atom + "\x00" + a.Role + "\x00" + strconv.Itoa(a.Attempt) }
-
 type logsDoc struct {
-	Attempts []*attemptDoc     `json:"attempts"`
-	Skipped  []journal.Skipped `json:"skipped_journal_lines"`
-}
-
-// attemptBook collects the attempts of a journal as its events come.
-type attemptBook struct {
-	logDir string
-	byKey  map[string]*attemptDoc
-	order  []*attemptDoc
-}
-
-func newAttemptBook(stateFile string) *attemptBook {
-	return &attemptBook{logDir: filepath.Join(journal.DirFor(stateFile), "logs"), byKey: map[string]*attemptDoc{}}
-}
-
-func (b *attemptBook) logFile(atom, role string, attempt int) string {
-	return filepath.Join(b.logDir, fmt.Sprintf("%s-%s-%d.log", safeName(atom), role, attempt))
-}
-
-func (b *attemptBook) get(atom, role string, attempt int) (*attemptDoc, bool) {
-	a := &attemptDoc{Atom: atom, Role: role, Attempt: attempt}
-	if old, ok := b.byKey[a.key()]; ok {
-		return old, false
-	}
-	a.seq = len(b.order)
-	a.LogFile = b.logFile(atom, role, attempt)
-	b.byKey[a.key()] = a
-	b.order = append(b.order, a)
-	return a, true
-}
-
-// attemptOf is the attempt number an event is about. The base case's
-// planner is journaled without one (its log is numbered by iteration) and
-// its judges too (their log is attempt 1).
-func attemptOf(ev journal.Event) int {
-	if ev.Attempt > 0 || ev.Atom != "base_case" {
-		return ev.Attempt
-	}
-	if ev.Role == string(agent.Planner) {
-		return ev.Iteration + 1
-	}
-	return 1
-}
-
-// add takes one event into the book and returns the attempt it changed.
-func (b *attemptBook) add(ev journal.Event) *attemptDoc {
-	switch ev.Type {
-	case journal.AtomStart:
-		if ev.Role == "" {
-			return nil
-		}
-		a, _ := b.get(ev.Atom, ev.Role, attemptOf(ev))
-		t := ev.Time
-		a.Started = &t
-		a.Outcome, a.Reason, a.DurationMS, a.done = "running", "", 0, false
-		return a
-	case journal.AtomFinish:
-		if ev.Role == "" || ev.Reason == "replayed from the journal after a crash" {
-			return nil
-		}
-		a, _ := b.get(ev.Atom, ev.Role, attemptOf(ev))
-		a.DurationMS = ev.DurationMS
-		a.Outcome, a.Reason = "failed", ev.Reason
-		if ev.OK != nil && *ev.OK {
-			a.Outcome = "ok"
-			if ev.Role != string(agent.Judge) {
-				a.Reason = ""
-			}
-		}
-		return a
-	case journal.AtomReset:
-		// With a role and attempt: a run killed or sent back; without: an
-		// atom orphaned by an engine that died, its latest run unfinished.
-		var a *attemptDoc
-		if ev.Role != "" {
-			a = b.byKey[(&attemptDoc{Atom: ev.Atom, Role: ev.Role, Attempt: ev.Attempt}).key()]
-		} else {
-			for i := len(b.order) - 1; i >= 0; i-- {
-				if b.order[i].Atom == ev.Atom {
-					a = b.order[i]
-					break
-				}
-			}
-		}
-		if a == nil || a.Outcome != "running" {
-			return nil
-		}
-		a.Outcome, a.Reason = "reset", ev.Reason
-		return a
-	case journal.Stop, journal.RunStart, journal.RunResume:
-		// Whatever still runs has no outcome any more.
-		for _, a := range b.order {
-			if a.Outcome == "running" {
-				a.Outcome = "unfinished"
-				a.Reason = "its engine ended before it did"
-			}
-		}
-	}
-	return nil
-}
-
-// addOrphanLogs adds the log files the journal does not name (a journal
-// deleted or cut), ordered by modification time.
-func (b *attemptBook) addOrphanLogs() {
-	entries, err := os.ReadDir(b.logDir)
-	if err != nil {
-		return
-	}
-	known := map[string]bool{}
-	for _, a := range b.order {
-		known[filepath.Base(a.LogFile)] = true
-	}
-	type orphan struct {
-		a   *attemptDoc
-		mod time.Time
-	}
-	var orphans []orphan
-	for _, e := range entries {
-		name := e.Name()
-		if known[name] || !e.Type().IsRegular() {
-			continue
-		}
-		atom, role, n, ok := parseLogName(name)
-		if !ok {
-			continue
-		}
-		var mod time.Time
-		if fi, err := e.Info(); err == nil {
-			mod = fi.ModTime()
-		}
-		a := &attemptDoc{Atom: atom, Role: role, Attempt: n, Outcome: "unknown", Reason: "not in the journal", LogFile: filepath.Join(b.logDir, name)}
-		orphans = append(orphans, orphan{a, mod})
-	}
-	sort.SliceStable(orphans, func(i, j int) bool { return orphans[i].mod.Before(orphans[j].mod) })
-	for _, o := range orphans {
-		o.a.seq = len(b.order)
-		b.byKey[o.a.key()] = o.a
-		b.order = append(b.order, o.a)
-	}
-}
-
-// parseLogName splits ATOM-ROLE-N.log.
-func parseLogName(name string) (atom, role string, n int, ok bool) {
-	base, found := strings.CutSuffix(name, ".log")
-	if !found {
-		return "", "", 0, false
-	}
-	i := strings.LastIndexByte(base, '-')
-	if i < 0 {
-		return "", "", 0, false
-	}
-	n, err := strconv.Atoi(base[i+1:])
-	if err != nil || n < 0 {
-		return "", "", 0, false
-	}
-	base = base[:i]
-	for _, r := range logRoles {
-		if a, found := strings.CutSuffix(base, "-"+r); found && a != "" {
-			return a, r, n, true
-		}
-	}
-	return "", "", 0, false
+	Attempts []*history.Attempt `json:"attempts"`
+	Skipped  []journal.Skipped  `json:"skipped_journal_lines"`
 }
 
 // match says whether an attempt passes the atom and role filters.
-func (o *logsOptions) match(a *attemptDoc) bool {
-	if o.Atom != "" && a.Atom != o.Atom && a.Atom != safeName(o.Atom) {
+func (o *logsOptions) match(a *history.Attempt) bool {
+	if o.Atom != "" && a.Atom != o.Atom && a.Atom != history.SafeName(o.Atom) {
 		return false
 	}
 	if o.Role != "" && a.Role != o.Role {
@@ -291,8 +108,8 @@ func (o *logsOptions) match(a *attemptDoc) bool {
 
 // selectAttempts picks what to show: every matching attempt of the atom
 // given, or the latest attempt number of every atom.
-func (o *logsOptions) selectAttempts(all []*attemptDoc) []*attemptDoc {
-	var out []*attemptDoc
+func (o *logsOptions) selectAttempts(all []*history.Attempt) []*history.Attempt {
+	var out []*history.Attempt
 	latest := map[string]int{}
 	for _, a := range all {
 		if o.match(a) {
@@ -303,7 +120,7 @@ func (o *logsOptions) selectAttempts(all []*attemptDoc) []*attemptDoc {
 	if o.Atom != "" || o.Attempt != 0 {
 		return out
 	}
-	return slices.DeleteFunc(out, func(a *attemptDoc) bool { return a.Attempt != latest[a.Atom] })
+	return slices.DeleteFunc(out, func(a *history.Attempt) bool { return a.Attempt != latest[a.Atom] })
 }
 
 func logsRun(ctx context.Context, opts *logsOptions) error {
@@ -317,7 +134,7 @@ func logsRun(ctx context.Context, opts *logsOptions) error {
 		return err
 	}
 	path := journal.PathFor(opts.Global.StateFile)
-	book := newAttemptBook(opts.Global.StateFile)
+	book := history.NewBook(opts.Global.StateFile)
 	fol := journal.NewFollower(path)
 	events, skipped, err := fol.Next()
 	if err != nil {
@@ -325,10 +142,10 @@ func logsRun(ctx context.Context, opts *logsOptions) error {
 	}
 	warnSkipped(opts.IO, skipped)
 	for _, ev := range events {
-		book.add(ev)
+		book.Add(ev)
 	}
-	book.addOrphanLogs()
-	shown := opts.selectAttempts(book.order)
+	book.AddOrphanLogs()
+	shown := opts.selectAttempts(book.Attempts())
 	if !opts.Follow {
 		for _, a := range shown {
 			if data, err := os.ReadFile(a.LogFile); err == nil {
@@ -340,7 +157,7 @@ func logsRun(ctx context.Context, opts *logsOptions) error {
 		if opts.Global.JSON {
 			doc := logsDoc{Attempts: shown, Skipped: skipped}
 			if doc.Attempts == nil {
-				doc.Attempts = []*attemptDoc{}
+				doc.Attempts = []*history.Attempt{}
 			}
 			if doc.Skipped == nil {
 				doc.Skipped = []journal.Skipped{}
@@ -349,7 +166,7 @@ func logsRun(ctx context.Context, opts *logsOptions) error {
 			return nil
 		}
 		if len(shown) == 0 {
-			return noAttempts(opts, len(events) > 0 || len(book.order) > 0)
+			return noAttempts(opts, len(events) > 0 || len(book.Attempts()) > 0)
 		}
 		for i, a := range shown {
 			if i > 0 {
@@ -398,7 +215,7 @@ func noAttempts(opts *logsOptions, anyAttempts bool) error {
 }
 
 // header names an attempt and its outcome.
-func (o *logsOptions) header(a *attemptDoc) string {
+func (o *logsOptions) header(a *history.Attempt) string {
 	out := a.Outcome
 	switch a.Outcome {
 	case "ok":
@@ -419,13 +236,15 @@ func (o *logsOptions) header(a *attemptDoc) string {
 
 // followLogs prints as tail -f does: the attempts shown so far with their
 // logs, then whatever comes, until the engine it watched stops.
-func followLogs(ctx context.Context, opts *logsOptions, book *attemptBook, fol *journal.Follower, shown []*attemptDoc) error {
+func followLogs(ctx context.Context, opts *logsOptions, book *history.Book, fol *journal.Follower, shown []*history.Attempt) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	out := opts.IO.Out
-	tracked := append([]*attemptDoc{}, shown...)
-	var last *attemptDoc // whose output was printed last
-	printHeader := func(a *attemptDoc) {
+	tracked := append([]*history.Attempt{}, shown...)
+	printed := map[*history.Attempt]int64{} // bytes of its log printed so far
+	done := map[*history.Attempt]bool{}     // its outcome was printed
+	var last *history.Attempt               // whose output was printed last
+	printHeader := func(a *history.Attempt) {
 		if last != nil {
 			fmt.Fprintln(out)
 		}
@@ -433,8 +252,8 @@ func followLogs(ctx context.Context, opts *logsOptions, book *attemptBook, fol *
 		last = a
 	}
 	// drain prints what was added to an attempt's log since the last look.
-	drain := func(a *attemptDoc) {
-		data, err := readFrom(a.LogFile, a.printed)
+	drain := func(a *history.Attempt) {
+		data, err := readFrom(a.LogFile, printed[a])
 		if err != nil || len(data) == 0 {
 			return
 		}
@@ -446,14 +265,14 @@ func followLogs(ctx context.Context, opts *logsOptions, book *attemptBook, fol *
 			fmt.Fprintln(out, opts.IO.paint(styleBold, fmt.Sprintf("=== %s %s attempt %d", a.Atom, a.Role, a.Attempt)))
 			last = a
 		}
-		a.printed += int64(len(data))
+		printed[a] += int64(len(data))
 		_, _ = out.Write(data)
 	}
-	finished := func(a *attemptDoc) bool { return a.Outcome != "running" }
+	finished := func(a *history.Attempt) bool { return a.Outcome != "running" }
 	for _, a := range tracked {
 		printHeader(a)
 		drain(a)
-		a.done = finished(a)
+		done[a] = finished(a)
 	}
 	if _, engine, _ := runlock.Holder(opts.Global.StateFile); !engine {
 		fmt.Fprintln(opts.IO.ErrOut, "aot: no engine is running, nothing to follow (aot run starts one)")
@@ -477,19 +296,19 @@ func followLogs(ctx context.Context, opts *logsOptions, book *attemptBook, fol *
 			if ev.Type == journal.Stop {
 				stopped = true
 			}
-			a := book.add(ev)
+			a := book.Add(ev)
 			if a != nil && ev.Type == journal.AtomStart && opts.match(a) && !slices.Contains(tracked, a) {
 				tracked = append(tracked, a)
 				printHeader(a)
-				a.done = false
+				done[a] = false
 			}
 		}
 		for _, a := range tracked {
 			drain(a)
-			if !a.done && finished(a) {
+			if !done[a] && finished(a) {
 				// The log is complete once the outcome is journaled.
 				drain(a)
-				a.done = true
+				done[a] = true
 				printHeader(a)
 			}
 		}
@@ -500,7 +319,7 @@ func followLogs(ctx context.Context, opts *logsOptions, book *attemptBook, fol *
 			// The engine is gone without a stop line (a crash): one last look.
 			events, _, _ := fol.Next()
 			for _, ev := range events {
-				book.add(ev)
+				book.Add(ev)
 			}
 			for _, a := range tracked {
 				drain(a)

@@ -240,16 +240,6 @@ func signalName(sig os.Signal) string {
 	return sig.String()
 }
 
-// safeName keeps an atom id usable as part of a file name.
-func safeName(id string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == ':' || r < ' ' {
-			return '_'
-		}
-		return r
-	}, id)
-}
-
 // --- aot stop ---
 
 type stopOptions struct {
