@@ -203,17 +203,24 @@ func OpenRegular(path string) (*os.File, error) {
 	return f, err
 }
 
-// ProjectRoot is the project a state file belongs to: the parent of its
-// .claude folder, else the state file's own folder. Agents and checks run
-// there.
+// ProjectRoot is the project a state file belongs to: the parent of the
+// .claude folder it is in (directly, or below it as the loops aot serve
+// creates in .claude/aot-loops/ID/ are), else the state file's own folder.
+// Agents and checks run there.
 func ProjectRoot(stateFile string) string {
 	abs, err := filepath.Abs(stateFile)
 	if err != nil {
 		abs = stateFile
 	}
 	dir := filepath.Dir(abs)
-	if filepath.Base(dir) == ".claude" {
-		return filepath.Dir(dir)
+	for d := dir; ; {
+		if filepath.Base(d) == ".claude" {
+			return filepath.Dir(d)
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return dir
+		}
+		d = up
 	}
-	return dir
 }

@@ -223,3 +223,16 @@ func TestRefuseInvalidLeavesTheFileAlone(t *testing.T) {
 		t.Errorf("the file changed:\n%s", got)
 	}
 }
+
+func TestProjectRoot(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"/p/.claude/aot-loop-state.md", "/p"},
+		{"/p/.claude/aot-loops/loop-v2-20261123-abc123/aot-loop-state.md", "/p"},
+		{"/p/sub/state.md", "/p/sub"},
+		{"/state.md", "/"},
+	} {
+		if got := ProjectRoot(tc.file); got != tc.want {
+			t.Errorf("ProjectRoot(%q) = %q, want %q", tc.file, got, tc.want)
+		}
+	}
+}
