@@ -272,7 +272,7 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 	}
 	var rep verify.Report
 	var err error
-	opts := verify.Options{Dir: e.readDir(), Timeout: e.opts.CheckTimeout}
+	opts := verify.Options{Dir: e.readDir(), Timeout: e.opts.CheckTimeout, Output: e.checkOutput}
 	if judges {
 		opts.Judge = &judge{e: e}
 	}
@@ -293,7 +293,7 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 	for _, sk := range rep.Skipped {
 		failures = append(failures, fmt.Sprintf("%s: not judged: %s", sk.Item, sk.Reason))
 	}
-	e.event(journal.Event{Type: journal.Verify, OK: journal.Bool(rep.Passed), Data: map[string]any{"failures": failures}})
+	e.event(journal.Event{Type: journal.Verify, OK: journal.Bool(rep.Passed), Data: map[string]any{"failures": failures, "checklist": rep.Checklist, "outputs": CheckOutputDir(e.opts.StateFile)}})
 	if rep.Passed {
 		e.say("base case passed")
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ type Options struct {
 	Dir     string        // where commands run and relative paths start; "" is the current directory
 	Judge   Judge         // nil leaves assertion and quality checks skipped
 	Timeout time.Duration // per command check without its own timeout; 0 means DefaultTimeout
+	// Output, when set, receives each command check's whole output (the
+	// evidence keeps only its tail); the writer is closed after the check.
+	Output func(item string) io.WriteCloser
 }
 
 // reasonNeedsJudge is the Skipped.Reason of a judged check run without a Judge.
@@ -266,7 +270,17 @@ func (e *evaluator) check(ctx context.Context, it *state.ChecklistItem) (ItemRes
 	res := ItemResult{Item: it.Item, Type: c.Type, Line: it.Line}
 	switch c.Type {
 	case state.CheckCommand, state.CheckNotCommand:
-		r := Command(ctx, e.opts.Dir, c.Value, c.Type == state.CheckNotCommand, e.timeout(c))
+		var full io.WriteCloser
+		if e.opts.Output != nil {
+			full = e.opts.Output(it.Item)
+		}
+		var r CommandResult
+		if full != nil {
+			r = CommandTo(ctx, e.opts.Dir, c.Value, c.Type == state.CheckNotCommand, e.timeout(c), full)
+			_ = full.Close()
+		} else {
+			r = Command(ctx, e.opts.Dir, c.Value, c.Type == state.CheckNotCommand, e.timeout(c))
+		}
 		res.Passed, res.Evidence = r.Passed, r.Evidence
 		if !r.Passed && r.OutputSummary != "" {
 			res.Evidence += "\noutput (tail):\n" + r.OutputSummary

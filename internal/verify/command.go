@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"time"
@@ -40,6 +41,12 @@ type CommandResult struct {
 // exits, so a check never outlives its verdict; and the verdict does not
 // wait for them to close the output.
 func Command(ctx context.Context, dir, command string, expectFail bool, timeout time.Duration) CommandResult {
+	return CommandTo(ctx, dir, command, expectFail, timeout, nil)
+}
+
+// CommandTo is Command that also copies the command's whole combined output
+// to full (when not nil), for readers that parse it: test reports, coverage.
+func CommandTo(ctx context.Context, dir, command string, expectFail bool, timeout time.Duration, full io.Writer) CommandResult {
 	res := CommandResult{Type: "command", Command: command}
 	if expectFail {
 		res.Type = "not_command"
@@ -58,11 +65,15 @@ func Command(ctx context.Context, dir, command string, expectFail bool, timeout 
 	// however long a background child holds the pipe, and then kills the
 	// command's whole process tree (group and token carriers).
 	out := &tailBuffer{max: outputTail}
+	var sink io.Writer = out
+	if full != nil {
+		sink = io.MultiWriter(out, full)
+	}
 	run := (&proc.Cmd{
 		Script:     command,
 		Dir:        dir,
-		Stdout:     out,
-		Stderr:     out,
+		Stdout:     sink,
+		Stderr:     sink,
 		Timeout:    timeout,
 		DrainDelay: drainDelay,
 	}).Run(ctx)
