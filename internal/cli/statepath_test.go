@@ -42,6 +42,7 @@ var stateCommands = [][]string{
 	{"stop"},
 	{"redirect", "--reason", "r", "--goal", "x"},
 	{"status"},
+	{"top"},
 }
 
 // Commands that take --state-file (every command does) but never touch it.

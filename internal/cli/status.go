@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -22,34 +23,83 @@ type statusOptions struct {
 	IO     *streams
 	Global *globalOptions
 	Events int
-	now    func() time.Time
+	// Watch keeps the view live: full screen on a terminal, a new status
+	// block on every change otherwise.
+	Watch    bool
+	Interval time.Duration // how often --watch looks for changes
+	now      func() time.Time
 }
 
-func newCmdStatus(d *deps, g *globalOptions, runF func(*statusOptions) error) *cobra.Command {
-	opts := &statusOptions{IO: d.io, Global: g, now: d.now}
-	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Where the loop stands: goal, progress, running atoms, recent events, cost",
-		Long: `Show where the loop stands: the goal, the control state, whether an engine
+const statusLong = `Show where the loop stands: the goal, the control state, whether an engine
 is running (and its pid), progress through the work graph, the atoms in
 progress, the most recent journal events, and tokens and cost spent so far.
 
-JSON: {goal, status, stop_reason, engine_running, engine_pid, iteration,
-stall_count, atoms: {total, resolved, unresolved, in_progress: [id]},
-usage: {tokens, cost_usd}, recent_events: [event]}.`,
-		Args: cobra.NoArgs,
+--watch keeps it live until q or Ctrl-C (aot top is the same). On a
+terminal it is a full-screen view, redrawn when the state file, the
+journal or a running agent's output changes: the loop's status with its
+stop reason, iteration and bounds, elapsed time, tokens and cost; the
+running agents (atom, role, attempt, elapsed time, the last line of their
+output); the atoms by status, those ready to run and the failures with
+their kind; the base case's checklist with the last evidence; the latest
+journal events. Keys: q or Ctrl-C quit, up/down or j/k scroll, PgUp/PgDn,
+g/G top and bottom, tab jumps to the next panel. When stdout is not a
+terminal (a pipe, a CI log) it prints the status block again on every
+change of the state file or the journal. --interval sets how often it
+looks (default 250ms).
+
+JSON (not with --watch): {goal, status, stop_reason, engine_running,
+engine_pid, iteration, stall_count, atoms: {total, resolved, unresolved,
+in_progress: [id]}, usage: {tokens, cost_usd}, recent_events: [event]}.`
+
+func newCmdStatus(d *deps, g *globalOptions, runF func(*statusOptions) error) *cobra.Command {
+	opts := &statusOptions{IO: d.io, Global: g, now: d.now}
+	cmd := opts.command("status [--watch [--interval D]]",
+		"Where the loop stands: goal, progress, running atoms, recent events, cost", statusLong, 8, runF)
+	cmd.Flags().BoolVarP(&opts.Watch, "watch", "w", false, "keep the view live until q or Ctrl-C (aot top)")
+	return cmd
+}
+
+// command is aot status's or aot top's command.
+func (o *statusOptions) command(use, short, long string, events int, runF func(*statusOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if opts.Events < 0 {
-				return usagef("--events must not be negative")
+			if err := o.check(cmd); err != nil {
+				return err
 			}
 			if runF != nil {
-				return runF(opts)
+				return runF(o)
 			}
-			return statusRun(opts)
+			return statusRun(cmd.Context(), o)
 		}),
 	}
-	cmd.Flags().IntVar(&opts.Events, "events", 8, "how many recent events to show")
+	o.flags(cmd, events)
 	return cmd
+}
+
+// flags are the ones aot status and aot top share.
+func (o *statusOptions) flags(cmd *cobra.Command, events int) {
+	cmd.Flags().IntVar(&o.Events, "events", events, "how many recent events to show")
+	cmd.Flags().DurationVar(&o.Interval, "interval", 250*time.Millisecond, "how often --watch looks for changes `D`")
+}
+
+func (o *statusOptions) check(cmd *cobra.Command) error {
+	if o.Events < 0 {
+		return usagef("--events must not be negative")
+	}
+	if o.Interval <= 0 {
+		return usagef("--interval must be positive")
+	}
+	if flagChanged(cmd.Flags(), "interval") && !o.Watch {
+		return usagef("--interval goes with --watch")
+	}
+	if o.Watch && o.Global.JSON {
+		return usagef("--watch keeps redrawing; --json gives one document: use one of them")
+	}
+	return nil
 }
 
 type statusAtomsDoc struct {
@@ -97,14 +147,26 @@ type statusDoc struct {
 	RecentEvents   []journal.Event `json:"recent_events"`
 }
 
-func statusRun(opts *statusOptions) error {
-	s, err := readShown(opts.IO, opts.Global)
+// statusView is what aot status shows, gathered once: the JSON document
+// and what the text and the live view (aot top) draw from it.
+type statusView struct {
+	Doc   statusDoc
+	State *state.State
+	// Events is the whole journal; Doc.RecentEvents its last lines shown.
+	Events []journal.Event
+}
+
+// gatherStatus reads the state file and its journal into a statusView with
+// the last events recent events (checkpoints left out). Warnings about the
+// files go to io.ErrOut.
+func gatherStatus(io *streams, g *globalOptions, events int) (*statusView, error) {
+	s, err := readShown(io, g)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pid, held, err := runlock.Holder(opts.Global.StateFile)
+	pid, held, err := runlock.Holder(g.StateFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	doc := statusDoc{
 		Goal: s.Objective.Goal, Status: s.Control.Status, StopReason: s.Control.StopReason,
@@ -120,13 +182,13 @@ func statusRun(opts *statusOptions) error {
 			doc.Atoms.InProgress = append(doc.Atoms.InProgress, a.ID)
 		}
 	}
-	events, err := readJournal(opts.IO, opts.Global.StateFile)
+	all, err := readJournal(io, g.StateFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	doc.Usage.Atoms = map[string]atomSpendDoc{}
 	doc.Usage.Roles = map[string]atomSpendDoc{}
-	for _, ev := range events {
+	for _, ev := range all {
 		doc.Usage.Tokens += ev.Tokens
 		doc.Usage.CostUSD += ev.CostUSD
 		switch ev.Type {
@@ -166,29 +228,46 @@ func statusRun(opts *statusOptions) error {
 	}
 	if doc.Agents == nil {
 		doc.Agents = map[string]string{}
-		if cfg, err := backend.Load(opts.Global.StateFile); err == nil {
+		if cfg, err := backend.Load(g.StateFile); err == nil {
 			doc.Agents = agentsDoc(cfg)
 		} else {
 			doc.Agents["error"] = err.Error()
 		}
 	}
 	var shown []journal.Event
-	for i := len(events) - 1; i >= 0 && len(shown) < opts.Events; i-- {
-		if events[i].Type != journal.Checkpoint {
-			shown = append([]journal.Event{events[i]}, shown...)
+	for i := len(all) - 1; i >= 0 && len(shown) < events; i-- {
+		if all[i].Type != journal.Checkpoint {
+			shown = append([]journal.Event{all[i]}, shown...)
 		}
 	}
 	doc.RecentEvents = append(doc.RecentEvents, shown...)
+	return &statusView{Doc: doc, State: s, Events: all}, nil
+}
+
+func statusRun(ctx context.Context, opts *statusOptions) error {
+	if opts.Watch {
+		return watchRun(ctx, opts)
+	}
+	v, err := gatherStatus(opts.IO, opts.Global, opts.Events)
+	if err != nil {
+		return err
+	}
 	if opts.Global.JSON {
-		writeJSON(opts.IO.Out, doc)
+		writeJSON(opts.IO.Out, v.Doc)
 		return nil
 	}
-	io := opts.IO
+	writeStatus(opts.IO, v)
+	return nil
+}
+
+// writeStatus prints a statusView as aot status does.
+func writeStatus(io *streams, v *statusView) {
+	doc, s := &v.Doc, v.State
 	tw := io.table()
 	fmt.Fprintf(tw, "Goal\t%s\n", oneLine(doc.Goal, 90))
 	engineLine := "not running"
-	if held {
-		engineLine = fmt.Sprintf("running (pid %d)", pid)
+	if doc.EngineRunning {
+		engineLine = fmt.Sprintf("running (pid %d)", doc.EnginePID)
 	}
 	fmt.Fprintf(tw, "Loop\t%s, iteration %d, stall %d/%d, engine %s\n", io.status(doc.Status), doc.Iteration, doc.StallCount, s.Objective.Constraints.MaxStallCount, engineLine)
 	if doc.StopReason != nil {
@@ -197,7 +276,7 @@ func statusRun(opts *statusOptions) error {
 	fmt.Fprintf(tw, "Progress\t%s %d/%d atoms resolved, %d unresolved\n", bar(doc.Atoms.Resolved, doc.Atoms.Total, 20), doc.Atoms.Resolved, doc.Atoms.Total, doc.Atoms.Unresolved)
 	fmt.Fprintf(tw, "Running\t%s\n", orDash(strings.Join(doc.Atoms.InProgress, ", ")))
 	fmt.Fprintf(tw, "Agents\t%s\n", agentsLine(doc.Agents))
-	if kept := keptWorktrees(events); len(kept) > 0 {
+	if kept := keptWorktrees(v.Events); len(kept) > 0 {
 		fmt.Fprintf(tw, "Kept attempts\t%s\n", strings.Join(kept, "; "))
 	}
 	if doc.QuotaWaitUntil != "" {
@@ -217,15 +296,14 @@ func statusRun(opts *statusOptions) error {
 		}
 	}
 	_ = tw.Flush()
-	if len(shown) > 0 {
+	if len(doc.RecentEvents) > 0 {
 		fmt.Fprintln(io.Out)
 		tw = io.table()
-		for _, ev := range shown {
+		for _, ev := range doc.RecentEvents {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", ev.Time.Local().Format("15:04:05"), ev.Type, describeEvent(ev))
 		}
 		_ = tw.Flush()
 	}
-	return nil
 }
 
 // topSpenders names the atoms that cost the most.
