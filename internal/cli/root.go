@@ -193,6 +193,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 		newCmdResume(d, g, nil),
 		newCmdRedirect(d, g, nil),
 		newCmdStatus(d, g, nil),
+		newCmdGraph(d, g, nil),
 		newCmdTop(d, g, nil),
 		newCmdLogs(d, g, nil),
 		newCmdDemo(d, g, nil),

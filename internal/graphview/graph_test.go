@@ -389,7 +389,8 @@ func layered(n int) *state.State {
 	for width*width < n {
 		width++
 	}
-	s := &state.State{Atoms: make([]state.Atom, 0, n+n/10)}
+	s := state.New(state.Objective{Goal: "Migrate", BaseCase: &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: "true"}},
+		BackgroundIntent: "b", Deliverables: "d", DefinitionOfDone: "c"}, make([]state.Atom, 0, n+n/10), "Migrate.")
 	id := func(i int) string { return "T" + strconv.Itoa(i) }
 	for i := 0; i < n; i++ {
 		a := state.Atom{ID: id(i), Description: "Step " + strconv.Itoa(i) + " of the migration", Status: state.StatusPending, DependsOn: []string{}}
