@@ -110,7 +110,10 @@ func Redirect(stateFile string, c Change, now time.Time, wait time.Duration) (Re
 	} else {
 		_, err := store.Update(func(s *state.State) error {
 			s.Control.RedirectRequested = false
-			return Apply(s, c, now)
+			if err := Apply(s, c, now); err != nil {
+				return &RefusedError{Err: err}
+			}
+			return nil
 		})
 		if err != nil {
 			return res, err
@@ -125,6 +128,13 @@ func Redirect(stateFile string, c Change, now time.Time, wait time.Duration) (Re
 	}
 	return res, nil
 }
+
+// RefusedError is a change the loop refused (an unknown atom, a cycle, a
+// bad bound), as opposed to a failure to deliver it.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 // ErrNoEngine: pause and resume act on a running engine only.
 type ErrNoEngine struct{ StateFile string }

@@ -40,6 +40,7 @@ type requestDoc struct {
 type answerDoc struct {
 	Success bool   `json:"success"`
 	Error   string `json:"error,omitempty"`
+	Code    string `json:"code,omitempty"` // not_paused: ErrNotPaused, so callers can tell it from a failure
 }
 
 // pendingRequests returns the unanswered requests, oldest first.
@@ -85,6 +86,9 @@ func answer(r request, err error) {
 	doc := answerDoc{Success: err == nil}
 	if err != nil {
 		doc.Error = err.Error()
+		if errors.Is(err, ErrNotPaused) {
+			doc.Code = "not_paused"
+		}
 	}
 	data, _ := json.Marshal(doc)
 	done := strings.TrimSuffix(r.path, ".json") + ".done"
@@ -129,8 +133,11 @@ func send(stateFile, what string, doc requestDoc, wait time.Duration) error {
 			if err := json.Unmarshal(data, &a); err != nil {
 				return fmt.Errorf("%s: unreadable answer: %w", what, err)
 			}
-			if !a.Success {
-				return errors.New(a.Error)
+			switch {
+			case a.Code == "not_paused":
+				return ErrNotPaused
+			case !a.Success:
+				return &RefusedError{Err: errors.New(a.Error)}
 			}
 			return nil
 		}
