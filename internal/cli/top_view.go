@@ -243,6 +243,11 @@ func (lv *liveView) atomsPanel() topPanel {
 	for _, a := range dag.Executable(s, 0) {
 		ready[a.ID] = true
 	}
+	// An agent at work on an atom is the news, before the state file says so.
+	busy := map[string]bool{}
+	for _, a := range lv.Running {
+		busy[a.Atom] = true
+	}
 	resolved := map[string]bool{}
 	for _, a := range s.Atoms {
 		if a.Status == state.StatusResolved {
@@ -258,7 +263,7 @@ func (lv *liveView) atomsPanel() topPanel {
 	for _, a := range s.Atoms {
 		var r row
 		switch {
-		case a.Status == state.StatusInProgress:
+		case a.Status == state.StatusInProgress || busy[a.ID] && a.Status != state.StatusResolved:
 			r = row{0, topBusy.Render("running ") + " " + a.ID}
 			counts["running"]++
 		case a.Status == state.StatusResolved:
