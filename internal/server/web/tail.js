@@ -1,0 +1,95 @@
+// The live tail of agents' output: each running attempt's log is read
+// from where the last read ended, once a second, and appended.
+import { get, loopPath } from './api.js';
+import { el } from './dom.js';
+
+const KEEP_CHARS = 64 * 1024; // what one tail keeps on the page
+const KEEP_FINISHED = 3; // finished tails left on view
+
+export class Tails {
+  constructor(id) {
+    this.id = id;
+    this.tails = new Map(); // key -> Tail
+    this.node = el('div', { class: 'tails' });
+    this.timer = setInterval(() => this.poll(), 1000);
+  }
+
+  close() {
+    clearInterval(this.timer);
+  }
+
+  // update follows the running attempts; those that ended get a last read.
+  update(running) {
+    const now = new Set();
+    for (const r of running) {
+      const k = key(r);
+      now.add(k);
+      if (!this.tails.has(k)) this.add(r, true);
+    }
+    for (const [k, t] of this.tails) if (t.live && !now.has(k)) t.live = false;
+    this.trim();
+  }
+
+  // show opens the output of any attempt (the recent runs' buttons).
+  show(a) {
+    const t = this.tails.get(key(a)) || this.add(a, a.outcome === 'running');
+    t.open = true;
+    t.node.open = true;
+    t.node.scrollIntoView({ block: 'nearest' });
+    this.read(t);
+  }
+
+  add(a, live) {
+    const pre = el('pre', { class: 'tail-out', tabindex: 0 });
+    const state = el('span', { class: 'muted' }, live ? 'live' : '');
+    const node = el('details', { class: 'tail', open: true, 'data-tail': key(a) },
+      el('summary', null, el('span', { class: 'mono strong' }, a.atom), ` ${a.role || 'worker'} attempt ${a.attempt} · output `, state),
+      pre);
+    const t = { a, live, node, pre, state, offset: 0, done: false, busy: false, ended: 0 };
+    this.tails.set(key(a), t);
+    this.node.prepend(node);
+    this.read(t);
+    return t;
+  }
+
+  trim() {
+    const finished = [...this.tails.values()].filter((t) => !t.live && !t.open);
+    for (const t of finished.slice(0, Math.max(0, finished.length - KEEP_FINISHED))) {
+      t.node.remove();
+      this.tails.delete(key(t.a));
+    }
+  }
+
+  poll() {
+    for (const t of this.tails.values()) if (!t.done) this.read(t);
+  }
+
+  async read(t) {
+    if (t.busy) return;
+    t.busy = true;
+    try {
+      const q = new URLSearchParams({ atom: t.a.atom, role: t.a.role || 'worker', attempt: String(t.a.attempt), offset: String(t.offset) });
+      const o = await get(loopPath(this.id, `/output?${q}`));
+      if (o.data) {
+        const stick = t.pre.scrollTop + t.pre.clientHeight >= t.pre.scrollHeight - 4;
+        t.pre.append(o.data);
+        if (t.pre.textContent.length > KEEP_CHARS * 2) t.pre.textContent = '…' + t.pre.textContent.slice(-KEEP_CHARS);
+        if (stick) t.pre.scrollTop = t.pre.scrollHeight;
+      }
+      t.offset = o.next;
+      if (o.outcome !== 'running' && o.next >= o.size) {
+        t.done = true;
+        t.live = false;
+        t.state.textContent = `(${o.outcome})`;
+        if (!t.pre.textContent) t.pre.textContent = '(no output)';
+      }
+    } catch (e) {
+      t.state.textContent = e.message;
+      if (e.status === 404 || e.status === 400) t.done = true;
+    } finally {
+      t.busy = false;
+    }
+  }
+}
+
+const key = (a) => `${a.atom}\u0000${a.role || 'worker'}\u0000${a.attempt}`;
