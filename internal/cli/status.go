@@ -14,6 +14,7 @@ import (
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
 	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
@@ -143,8 +144,10 @@ type statusDoc struct {
 	Agents map[string]string `json:"agents"`
 	// QuotaWaitUntil is set while the loop waits for the agent's quota to
 	// reset (RFC 3339).
-	QuotaWaitUntil string          `json:"quota_wait_until,omitempty"`
-	RecentEvents   []journal.Event `json:"recent_events"`
+	QuotaWaitUntil string `json:"quota_wait_until,omitempty"`
+	// Paused is set while a person holds the running loop (aot pause).
+	Paused       *engine.PauseInfo `json:"paused,omitempty"`
+	RecentEvents []journal.Event   `json:"recent_events"`
 }
 
 // statusView is what aot status shows, gathered once: the JSON document
@@ -173,6 +176,9 @@ func gatherStatus(io *streams, g *globalOptions, events int) (*statusView, error
 		EngineRunning: held, EnginePID: pid, Iteration: s.Control.Iteration, StallCount: s.Control.StallCount,
 		Atoms:        statusAtomsDoc{Total: len(s.Atoms), Unresolved: dag.Unresolved(s), InProgress: []string{}},
 		RecentEvents: []journal.Event{},
+	}
+	if p, ok := engine.Paused(g.StateFile); ok && held {
+		doc.Paused = &p
 	}
 	for _, a := range s.Atoms {
 		switch a.Status {
@@ -278,6 +284,13 @@ func writeStatus(io *streams, v *statusView) {
 	fmt.Fprintf(tw, "Agents\t%s\n", agentsLine(doc.Agents))
 	if kept := keptWorktrees(v.Events); len(kept) > 0 {
 		fmt.Fprintf(tw, "Kept attempts\t%s\n", strings.Join(kept, "; "))
+	}
+	if p := doc.Paused; p != nil {
+		how := "running agents finish"
+		if p.Kill {
+			how = "running agents were killed"
+		}
+		fmt.Fprintf(tw, "Paused\tsince %s (%s): nothing new starts, %s; aot resume lets it go on\n", p.Since.Local().Format("15:04:05"), p.Reason, how)
 	}
 	if doc.QuotaWaitUntil != "" {
 		fmt.Fprintf(tw, "Waiting\tfor the agent's usage limit to reset at %s; the loop goes on by itself (aot stop ends it)\n", doc.QuotaWaitUntil)
