@@ -1,0 +1,652 @@
+package ccw
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
+)
+
+// maxErrors bounds skill_state.errors: the latest ones are kept (debug.log
+// has them all).
+const maxErrors = 50
+
+// baseCaseAtom is the journal's atom name for the base case's agents.
+const baseCaseAtom = "base_case"
+
+// Build maps a loop's state (nil when it cannot be read) and its whole
+// journal to the CCW document. paused says the loop's engine is paused. It
+// reads nothing and is deterministic: the same inputs give the same
+// document. Test reports and coverage are parsed from the evidence the
+// verify event carries (the tail of a failed check's output); BuildWith
+// takes the checks' whole outputs.
+func Build(m Meta, s *state.State, events []journal.Event, paused bool) Loop {
+	return BuildWith(m, s, events, paused, nil)
+}
+
+// BuildWith is Build with the whole output of each command check of the
+// last verification (see CheckOutputs), keyed by check.
+func BuildWith(m Meta, s *state.State, events []journal.Event, paused bool, outputs map[string]string) Loop {
+	h := scanJournal(s, events)
+	l := Loop{
+		LoopID:        m.ID,
+		Title:         m.Title,
+		Description:   m.Description,
+		CreatedAt:     m.CreatedAt,
+		Workspace:     m.Workspace,
+		StateFile:     m.StateFile,
+		JournalEvents: len(events),
+	}
+	if l.CreatedAt.IsZero() && len(events) > 0 {
+		l.CreatedAt = events[0].Time
+	}
+	l.UpdatedAt = l.CreatedAt
+	if len(events) > 0 {
+		l.UpdatedAt = events[len(events)-1].Time
+	}
+	l.Status, l.FailureReason = statusOf(s, paused, h.lastStop)
+	if s != nil {
+		l.MaxIterations = s.Objective.Constraints.MaxIterations
+		l.CurrentIteration = s.Control.Iteration
+	}
+	ended := l.Status == StatusCompleted || l.Status == StatusFailed || l.Status == StatusUserExit
+	if ended && h.lastStop != nil {
+		t := h.lastStop.Time
+		l.CompletedAt = &t
+	}
+
+	ss := &SkillState{Mode: "auto", CompletedActions: h.actions, Errors: h.errors}
+	if ss.CompletedActions == nil {
+		ss.CompletedActions = []string{}
+	}
+	if ss.Errors == nil {
+		ss.Errors = []ErrorEntry{}
+	}
+	if n := len(h.actions); n > 0 {
+		last := h.actions[n-1]
+		ss.LastAction = &last
+		switch l.Status {
+		case StatusRunning, StatusPaused:
+			cur := strings.ToLower(last)
+			ss.CurrentAction = &cur
+		case StatusCompleted:
+			cur := "complete"
+			ss.CurrentAction = &cur
+		}
+	}
+	ss.Develop = develop(s, h)
+	ss.Debug = debug(s, h)
+	ss.Validate = validate(h.lastVerify, h.verifies, outputs)
+	if ended {
+		ss.Summary = summarize(&l, ss, h)
+	}
+	l.SkillState = ss
+	return l
+}
+
+// statusOf maps the control status to CCW's.
+func statusOf(s *state.State, paused bool, stop *journal.Event) (status, failure string) {
+	if s == nil {
+		return StatusCreated, ""
+	}
+	switch s.Control.Status {
+	case state.ControlRunning:
+		if paused {
+			return StatusPaused, ""
+		}
+		return StatusRunning, ""
+	case state.ControlCompleted:
+		return StatusCompleted, ""
+	case state.ControlStopped:
+		reason := ""
+		if s.Control.StopReason != nil {
+			reason = *s.Control.StopReason
+		}
+		if strings.HasPrefix(reason, "manual stop") || reason == "" && stop != nil && stop.Reason == "manual_stop" {
+			return StatusUserExit, ""
+		}
+		if reason == "" && stop != nil {
+			reason = stop.Reason
+			if msg, _ := stop.Data["message"].(string); msg != "" {
+				reason = msg
+			}
+		}
+		if reason == "" {
+			reason = "stopped (no reason recorded)"
+		}
+		return StatusFailed, reason
+	}
+	return StatusCreated, ""
+}
+
+// atomLog is what the journal says of one atom.
+type atomLog struct {
+	starts     int
+	tool, mode string
+	created    *time.Time
+	resolvedAt *time.Time
+	parked     bool
+	runs       []Run // kept only for OR choices (hypotheses' evidence)
+	backtrack  *Backtrack
+	tokens     int64
+	cost       float64
+	unknown    int
+}
+
+// history is one pass over the journal.
+type history struct {
+	atoms        map[string]*atomLog
+	actions      []string
+	errors       []ErrorEntry
+	lastStop     *journal.Event
+	lastVerify   *journal.Event
+	verifies     int
+	switches     int
+	lastAnalysis *time.Time
+	lastDebug    *journal.Event // the last or_switch or or_exhausted
+	lastProgress *time.Time
+	first        time.Time
+}
+
+func (h *history) atom(id string) *atomLog {
+	a := h.atoms[id]
+	if a == nil {
+		a = &atomLog{}
+		h.atoms[id] = a
+	}
+	return a
+}
+
+func (h *history) action(name string) {
+	if n := len(h.actions); n == 0 || h.actions[n-1] != name {
+		h.actions = append(h.actions, name)
+	}
+}
+
+func (h *history) fail(action, msg string, at time.Time) {
+	h.errors = append(h.errors, ErrorEntry{Action: action, Message: msg, Timestamp: at})
+	if len(h.errors) > 2*maxErrors {
+		h.errors = append(h.errors[:0], h.errors[len(h.errors)-maxErrors:]...)
+	}
+}
+
+func scanJournal(s *state.State, events []journal.Event) *history {
+	h := &history{atoms: map[string]*atomLog{}}
+	choices := map[string]bool{}
+	if s != nil {
+		for _, g := range s.ORGroups {
+			for _, c := range g.Choices {
+				choices[c] = true
+			}
+		}
+	}
+	if len(events) > 0 {
+		h.first = events[0].Time
+	}
+	agents := map[string]any{}
+	for i := range events {
+		ev := &events[i]
+		ok := ev.OK == nil || *ev.OK
+		switch ev.Type {
+		case journal.RunStart, journal.RunResume:
+			h.action("INIT")
+			if a, isMap := ev.Data["agents"].(map[string]any); isMap {
+				agents = a
+			}
+		case journal.AtomStart:
+			if ev.Atom == baseCaseAtom {
+				h.action(baseCaseAction(ev.Role))
+				continue
+			}
+			h.action("DEVELOP")
+			a := h.atom(ev.Atom)
+			a.starts++
+			if desc, _ := agents[ev.Role].(string); desc != "" {
+				tool := strings.Fields(desc)[0]
+				a.tool = tool
+			}
+			a.mode = "analysis"
+			if ev.Role == "worker" || ev.Role == "" {
+				a.mode = "write"
+			}
+		case journal.AtomFinish:
+			h.finish(ev, ok, choices[ev.Atom])
+		case journal.ParentDone:
+			t := ev.Time
+			h.atom(ev.Atom).resolvedAt = &t
+			h.lastProgress = &t
+		case journal.AddAtom, journal.Decompose:
+			if !ok {
+				continue
+			}
+			t := ev.Time
+			ids := []string{}
+			if ev.Type == journal.AddAtom {
+				ids = append(ids, ev.Atom)
+			}
+			ids = append(ids, stringsOf(ev.Data["children"])...)
+			for _, id := range ids {
+				h.atom(id).created = &t
+			}
+		case journal.Parked:
+			h.atom(ev.Atom).parked = true
+		case journal.AtomReset:
+			h.atom(ev.Atom).parked = false
+		case journal.ORSwitch, journal.ORExhausted:
+			h.action("DEBUG")
+			t := ev.Time
+			h.lastAnalysis, h.lastDebug = &t, ev
+			if ev.Type == journal.ORSwitch {
+				h.switches++
+				if failed, _ := ev.Data["failed"].(string); failed != "" {
+					h.atom(failed).backtrack = &Backtrack{Time: t, To: ev.Atom, Reason: ev.Reason}
+				}
+			} else {
+				h.fail("debug", ev.Reason, ev.Time)
+			}
+		case journal.Verify:
+			h.action("VALIDATE")
+			h.lastVerify = ev
+			h.verifies++
+			if !ok {
+				msg := "the base case failed"
+				if f := stringsOf(ev.Data["failures"]); len(f) > 0 {
+					msg += ": " + strings.Join(f, "; ")
+				}
+				h.fail("validate", msg, ev.Time)
+			}
+		case journal.Stop:
+			h.lastStop = ev
+			if ev.Reason == "completed" {
+				h.action("COMPLETE")
+			}
+		}
+	}
+	if len(h.errors) > maxErrors {
+		h.errors = h.errors[len(h.errors)-maxErrors:]
+	}
+	return h
+}
+
+// baseCaseAction is the phase of an agent run on the base case: a judge
+// validates, a planner plans more work.
+func baseCaseAction(role string) string {
+	if role == "judge" {
+		return "VALIDATE"
+	}
+	return "DEVELOP"
+}
+
+func (h *history) finish(ev *journal.Event, ok, choice bool) {
+	if ev.Atom == baseCaseAtom {
+		h.action(baseCaseAction(ev.Role))
+		if !ok {
+			h.fail(strings.ToLower(baseCaseAction(ev.Role)), fmt.Sprintf("base case (%s): %s", ev.Role, failureText(ev)), ev.Time)
+		}
+		return
+	}
+	h.action("DEVELOP")
+	a := h.atom(ev.Atom)
+	a.tokens += ev.Tokens // the engine's input plus output tokens
+	a.cost += ev.CostUSD
+	if unknown, _ := ev.Data["usage_unknown"].(bool); unknown {
+		a.unknown++
+	}
+	kind, _ := ev.Data["kind"].(string)
+	if choice {
+		a.runs = append(a.runs, Run{Time: ev.Time, Role: ev.Role, Attempt: ev.Attempt, OK: ok, Kind: kind, Reason: ev.Reason, DurationMS: ev.DurationMS})
+	}
+	if !ok {
+		h.fail("develop", fmt.Sprintf("%s attempt %d (%s): %s", ev.Atom, ev.Attempt, ev.Role, failureText(ev)), ev.Time)
+		return
+	}
+	if ev.Role == "worker" || ev.Role == "" {
+		t := ev.Time
+		a.resolvedAt = &t
+		h.lastProgress = &t
+	}
+}
+
+func failureText(ev *journal.Event) string {
+	kind, _ := ev.Data["kind"].(string)
+	switch {
+	case kind != "" && ev.Reason != "":
+		return kind + ": " + ev.Reason
+	case kind != "":
+		return kind
+	case ev.Reason != "":
+		return ev.Reason
+	}
+	return "failed"
+}
+
+func develop(s *state.State, h *history) Develop {
+	d := Develop{Tasks: []Task{}, LastProgressAt: h.lastProgress}
+	if s == nil {
+		return d
+	}
+	counted := progressUnits(s)
+	for i := range s.Atoms {
+		a := &s.Atoms[i]
+		t := task(s, a, h.atoms[a.ID])
+		d.Tasks = append(d.Tasks, t)
+		if counted[a.ID] {
+			d.Total++
+			if t.Status == TaskCompleted {
+				d.Completed++
+			}
+		}
+		if d.CurrentTask == nil && t.Status == TaskInProgress {
+			id := a.ID
+			d.CurrentTask = &id
+		}
+	}
+	return d
+}
+
+// progressUnits are the atoms develop.total counts: an OR group is one
+// unit (its selected choice, else its first), and a decomposed parent is
+// left out for its children.
+func progressUnits(s *state.State) map[string]bool {
+	out := make(map[string]bool, len(s.Atoms))
+	for i := range s.Atoms {
+		out[s.Atoms[i].ID] = true
+	}
+	for _, d := range s.Decompositions {
+		delete(out, d.Parent)
+	}
+	for _, g := range s.ORGroups {
+		unit := g.Selected
+		if unit == "" && len(g.Choices) > 0 {
+			unit = g.Choices[0]
+		}
+		for _, c := range g.Choices {
+			if c != unit {
+				delete(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func task(s *state.State, a *state.Atom, log *atomLog) Task {
+	t := Task{
+		ID:             a.ID,
+		Description:    a.Description,
+		Status:         taskStatus(s, a, log),
+		FilesChanged:   []string{},
+		DependsOn:      append([]string{}, a.DependsOn...),
+		ORGroup:        a.ORGroup,
+		FailedAttempts: a.Attempts,
+		LastFailure:    a.LastFailure,
+	}
+	if b := s.Binding(a.ID); b != nil {
+		t.FilesChanged = append(t.FilesChanged, b.Artifacts...)
+		t.Summary = b.Summary
+	}
+	if log == nil {
+		return t
+	}
+	if log.tool != "" {
+		tool := log.tool
+		t.Tool = &tool
+	}
+	if log.mode != "" {
+		mode := log.mode
+		t.Mode = &mode
+	}
+	t.CreatedAt = log.created
+	if a.Status == state.StatusResolved {
+		t.CompletedAt = log.resolvedAt
+	}
+	t.Attempts = log.starts
+	t.Tokens, t.CostUSD, t.UsageUnknown = log.tokens, log.cost, log.unknown
+	return t
+}
+
+func taskStatus(s *state.State, a *state.Atom, log *atomLog) string {
+	switch a.Status {
+	case state.StatusResolved:
+		return TaskCompleted
+	case state.StatusInProgress:
+		return TaskInProgress
+	}
+	if log != nil && log.parked {
+		return TaskFailed
+	}
+	if a.ORGroup != "" {
+		if g := s.ORGroup(a.ORGroup); g != nil && slices.Contains(g.Failed, a.ID) {
+			return TaskFailed
+		}
+	}
+	return TaskPending
+}
+
+func debug(s *state.State, h *history) Debug {
+	d := Debug{Hypotheses: []Hypothesis{}, Iteration: h.switches, LastAnalysisAt: h.lastAnalysis}
+	if s == nil {
+		return d
+	}
+	var confirmedAt time.Time
+	for _, g := range s.ORGroups {
+		for i, id := range g.Choices {
+			hy := hypothesis(s, g, id, i+1, h.atoms[id])
+			d.Hypotheses = append(d.Hypotheses, hy)
+			if hy.Status != HypothesisConfirmed {
+				continue
+			}
+			at := time.Time{}
+			if log := h.atoms[id]; log != nil && log.resolvedAt != nil {
+				at = *log.resolvedAt
+			}
+			if d.ConfirmedHypothesis == nil || !at.Before(confirmedAt) {
+				hid := id
+				d.ConfirmedHypothesis, confirmedAt = &hid, at
+			}
+		}
+	}
+	d.HypothesesCount = len(d.Hypotheses)
+	if ev := h.lastDebug; ev != nil {
+		group, _ := ev.Data["or_group"].(string)
+		if group == "" {
+			if a := s.Atom(ev.Atom); a != nil {
+				group = a.ORGroup
+			}
+		}
+		if g := s.ORGroup(group); g != nil && !groupResolved(s, g) {
+			bug := group + ": " + ev.Reason
+			d.ActiveBug = &bug
+		}
+	}
+	return d
+}
+
+func groupResolved(s *state.State, g *state.ORGroup) bool {
+	for _, c := range g.Choices {
+		if a := s.Atom(c); a != nil && a.Status == state.StatusResolved {
+			return true
+		}
+	}
+	return false
+}
+
+func hypothesis(s *state.State, g state.ORGroup, id string, rank int, log *atomLog) Hypothesis {
+	hy := Hypothesis{ID: id, Likelihood: rank, Status: HypothesisPending, ORGroup: g.Name}
+	a := s.Atom(id)
+	if a != nil {
+		hy.Description = a.Description
+	}
+	b := s.Binding(id)
+	if log != nil && (len(log.runs) > 0 || log.backtrack != nil) || b != nil {
+		ev := &Evidence{Runs: []Run{}}
+		if log != nil {
+			ev.Runs = append(ev.Runs, log.runs...)
+			ev.Backtrack = log.backtrack
+		}
+		if b != nil {
+			ev.Summary, ev.Artifacts = b.Summary, b.Artifacts
+		}
+		hy.Evidence = ev
+	}
+	var verdict string
+	switch {
+	case a != nil && a.Status == state.StatusResolved:
+		hy.Status = HypothesisConfirmed
+		verdict = "resolved"
+		if b != nil && b.Summary != "" {
+			verdict += ": " + b.Summary
+		}
+	case slices.Contains(g.Failed, id):
+		hy.Status = HypothesisRejected
+		verdict = rejection(a, log)
+	default:
+		return hy
+	}
+	hy.VerdictReason = &verdict
+	return hy
+}
+
+// rejection says why a choice failed: its last failed run, else the
+// state's last failure, else the backtrack.
+func rejection(a *state.Atom, log *atomLog) string {
+	if log != nil {
+		for i := len(log.runs) - 1; i >= 0; i-- {
+			if r := log.runs[i]; !r.OK {
+				return failureText(&journal.Event{Reason: r.Reason, Data: map[string]any{"kind": r.Kind}})
+			}
+		}
+	}
+	if a != nil && a.LastFailure != "" {
+		return a.LastFailure
+	}
+	if log != nil && log.backtrack != nil && log.backtrack.Reason != "" {
+		return log.backtrack.Reason
+	}
+	return "failed (no reason recorded)"
+}
+
+func validate(ev *journal.Event, runs int, outputs map[string]string) Validate {
+	v := Validate{TestResults: []TestResult{}, FailedTests: []string{}, Checklist: []verify.ItemResult{}, Runs: runs}
+	if ev == nil {
+		return v
+	}
+	t := ev.Time
+	v.LastRunAt = &t
+	v.Passed = ev.OK != nil && *ev.OK
+	v.Failures = stringsOf(ev.Data["failures"])
+	if raw, err := json.Marshal(ev.Data["checklist"]); err == nil {
+		var items []verify.ItemResult
+		if json.Unmarshal(raw, &items) == nil && items != nil {
+			v.Checklist = items
+		}
+	}
+	var texts []string
+	if len(outputs) > 0 {
+		names := make([]string, 0, len(outputs))
+		for name := range outputs {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			texts = append(texts, outputs[name])
+		}
+	} else {
+		texts = evidenceTexts(v.Checklist, texts)
+	}
+	rep := ParseReports(texts...)
+	v.TestResults, v.Coverage = rep.Tests, rep.Coverage
+	passed, counted := 0, 0
+	for _, tr := range rep.Tests {
+		switch tr.Status {
+		case TestPassed:
+			passed++
+			counted++
+		case TestFailed:
+			counted++
+			v.FailedTests = append(v.FailedTests, testID(tr))
+		}
+	}
+	if counted > 0 {
+		v.PassRateBasis = "tests"
+	} else if len(v.Checklist) > 0 {
+		v.PassRateBasis = "checklist"
+		for _, it := range v.Checklist {
+			counted++
+			if it.Passed {
+				passed++
+			}
+		}
+	}
+	if counted > 0 {
+		rate := roundTo(100*float64(passed)/float64(counted), 2)
+		v.PassRate = &rate
+	}
+	return v
+}
+
+func testID(t TestResult) string {
+	if t.Suite == "" {
+		return t.TestName
+	}
+	return t.Suite + "." + t.TestName
+}
+
+// evidenceTexts collects the command checks' evidence, depth first.
+func evidenceTexts(items []verify.ItemResult, out []string) []string {
+	for _, it := range items {
+		if it.Type == state.CheckCommand || it.Type == state.CheckNotCommand {
+			out = append(out, it.Evidence)
+		}
+		out = evidenceTexts(it.GroupResults, out)
+		out = evidenceTexts(it.AnyOfResults, out)
+	}
+	return out
+}
+
+func summarize(l *Loop, ss *SkillState, h *history) *Summary {
+	sum := &Summary{Iterations: l.CurrentIteration}
+	if l.CompletedAt != nil && !h.first.IsZero() {
+		sum.Duration = l.CompletedAt.Sub(h.first).Milliseconds()
+	}
+	sum.Develop = DevelopSummary{Total: ss.Develop.Total, Completed: ss.Develop.Completed}
+	for _, t := range ss.Develop.Tasks {
+		if t.Status == TaskFailed {
+			sum.Develop.Failed++
+		}
+	}
+	sum.Debug.Hypotheses = ss.Debug.HypothesesCount
+	for _, hy := range ss.Debug.Hypotheses {
+		switch hy.Status {
+		case HypothesisConfirmed:
+			sum.Debug.Confirmed++
+		case HypothesisRejected:
+			sum.Debug.Rejected++
+		}
+	}
+	sum.Validate = ValidateSummary{Passed: ss.Validate.Passed, PassRate: ss.Validate.PassRate, Coverage: ss.Validate.Coverage}
+	return sum
+}
+
+// stringsOf reads a JSON array of strings from an event's data, whether it
+// was decoded from the file ([]any) or built in memory ([]string).
+func stringsOf(v any) []string {
+	switch x := v.(type) {
+	case []string:
+		return append([]string(nil), x...)
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
