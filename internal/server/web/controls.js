@@ -101,7 +101,7 @@ function done(action, r) {
     case 'pause': return r.kill ? 'Paused; the running agents were killed.' : 'Paused: running agents finish their atom, nothing new starts.';
     case 'resume': return 'Resumed.';
     case 'stop': return `Stopped: ${r.reason || r.status}.`;
-    case 'redirect': return `Redirected (applied by the ${r.applied_by}; ${r.corrections} correction${r.corrections === 1 ? '' : 's'} recorded).`;
+    case 'redirect': return `Redirected: ${r.applied_by === 'engine' ? 'the running engine applied it' : 'written to the state file'}${r.corrections ? ` (recorded as a ${r.corrections} correction)` : ''}.`;
     default: return 'Done.';
   }
 }

@@ -62,6 +62,7 @@ export class LoopPage {
       state: () => this.refreshAll(),
       notice: (d) => this.onNotice(d),
     });
+    this.drawEvents();
     this.refreshAll();
   }
 
@@ -138,8 +139,8 @@ export class LoopPage {
       ['agents running', String((s.running || []).length)],
       ['engine', e.running ? `aot run, pid ${e.pid || '?'}` : 'not running'],
       ['created', when(s.created_at)],
-      ['last event', when(s.updated_at)],
     ];
+    if (s.updated_at) facts.push(['last event', when(s.updated_at)]);
     if (e.paused && e.paused_since) facts.push(['paused for', elapsed(e.paused_since)]);
     if (e.paused_kill) facts.push(['paused with', 'agents killed']);
     fill(this.head,
