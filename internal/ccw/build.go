@@ -1,16 +1,13 @@
 package ccw
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
-	"github.com/aot-loop/aot/internal/verify"
 )
 
 // maxErrors bounds skill_state.errors: the latest ones are kept (debug.log
@@ -426,187 +423,6 @@ func taskStatus(s *state.State, a *state.Atom, log *atomLog) string {
 		}
 	}
 	return TaskPending
-}
-
-func debug(s *state.State, h *history) Debug {
-	d := Debug{Hypotheses: []Hypothesis{}, Iteration: h.switches, LastAnalysisAt: h.lastAnalysis}
-	if s == nil {
-		return d
-	}
-	var confirmedAt time.Time
-	for _, g := range s.ORGroups {
-		for i, id := range g.Choices {
-			hy := hypothesis(s, g, id, i+1, h.atoms[id])
-			d.Hypotheses = append(d.Hypotheses, hy)
-			if hy.Status != HypothesisConfirmed {
-				continue
-			}
-			at := time.Time{}
-			if log := h.atoms[id]; log != nil && log.resolvedAt != nil {
-				at = *log.resolvedAt
-			}
-			if d.ConfirmedHypothesis == nil || !at.Before(confirmedAt) {
-				hid := id
-				d.ConfirmedHypothesis, confirmedAt = &hid, at
-			}
-		}
-	}
-	d.HypothesesCount = len(d.Hypotheses)
-	if ev := h.lastDebug; ev != nil {
-		group, _ := ev.Data["or_group"].(string)
-		if group == "" {
-			if a := s.Atom(ev.Atom); a != nil {
-				group = a.ORGroup
-			}
-		}
-		if g := s.ORGroup(group); g != nil && !groupResolved(s, g) {
-			bug := group + ": " + ev.Reason
-			d.ActiveBug = &bug
-		}
-	}
-	return d
-}
-
-func groupResolved(s *state.State, g *state.ORGroup) bool {
-	for _, c := range g.Choices {
-		if a := s.Atom(c); a != nil && a.Status == state.StatusResolved {
-			return true
-		}
-	}
-	return false
-}
-
-func hypothesis(s *state.State, g state.ORGroup, id string, rank int, log *atomLog) Hypothesis {
-	hy := Hypothesis{ID: id, Likelihood: rank, Status: HypothesisPending, ORGroup: g.Name}
-	a := s.Atom(id)
-	if a != nil {
-		hy.Description = a.Description
-	}
-	b := s.Binding(id)
-	if log != nil && (len(log.runs) > 0 || log.backtrack != nil) || b != nil {
-		ev := &Evidence{Runs: []Run{}}
-		if log != nil {
-			ev.Runs = append(ev.Runs, log.runs...)
-			ev.Backtrack = log.backtrack
-		}
-		if b != nil {
-			ev.Summary, ev.Artifacts = b.Summary, b.Artifacts
-		}
-		hy.Evidence = ev
-	}
-	var verdict string
-	switch {
-	case a != nil && a.Status == state.StatusResolved:
-		hy.Status = HypothesisConfirmed
-		verdict = "resolved"
-		if b != nil && b.Summary != "" {
-			verdict += ": " + b.Summary
-		}
-	case slices.Contains(g.Failed, id):
-		hy.Status = HypothesisRejected
-		verdict = rejection(a, log)
-	default:
-		return hy
-	}
-	hy.VerdictReason = &verdict
-	return hy
-}
-
-// rejection says why a choice failed: its last failed run, else the
-// state's last failure, else the backtrack.
-func rejection(a *state.Atom, log *atomLog) string {
-	if log != nil {
-		for i := len(log.runs) - 1; i >= 0; i-- {
-			if r := log.runs[i]; !r.OK {
-				return failureText(&journal.Event{Reason: r.Reason, Data: map[string]any{"kind": r.Kind}})
-			}
-		}
-	}
-	if a != nil && a.LastFailure != "" {
-		return a.LastFailure
-	}
-	if log != nil && log.backtrack != nil && log.backtrack.Reason != "" {
-		return log.backtrack.Reason
-	}
-	return "failed (no reason recorded)"
-}
-
-func validate(ev *journal.Event, runs int, outputs map[string]string) Validate {
-	v := Validate{TestResults: []TestResult{}, FailedTests: []string{}, Checklist: []verify.ItemResult{}, Runs: runs}
-	if ev == nil {
-		return v
-	}
-	t := ev.Time
-	v.LastRunAt = &t
-	v.Passed = ev.OK != nil && *ev.OK
-	v.Failures = stringsOf(ev.Data["failures"])
-	if raw, err := json.Marshal(ev.Data["checklist"]); err == nil {
-		var items []verify.ItemResult
-		if json.Unmarshal(raw, &items) == nil && items != nil {
-			v.Checklist = items
-		}
-	}
-	var texts []string
-	if len(outputs) > 0 {
-		names := make([]string, 0, len(outputs))
-		for name := range outputs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			texts = append(texts, outputs[name])
-		}
-	} else {
-		texts = evidenceTexts(v.Checklist, texts)
-	}
-	rep := ParseReports(texts...)
-	v.TestResults, v.Coverage = rep.Tests, rep.Coverage
-	passed, counted := 0, 0
-	for _, tr := range rep.Tests {
-		switch tr.Status {
-		case TestPassed:
-			passed++
-			counted++
-		case TestFailed:
-			counted++
-			v.FailedTests = append(v.FailedTests, testID(tr))
-		}
-	}
-	if counted > 0 {
-		v.PassRateBasis = "tests"
-	} else if len(v.Checklist) > 0 {
-		v.PassRateBasis = "checklist"
-		for _, it := range v.Checklist {
-			counted++
-			if it.Passed {
-				passed++
-			}
-		}
-	}
-	if counted > 0 {
-		rate := roundTo(100*float64(passed)/float64(counted), 2)
-		v.PassRate = &rate
-	}
-	return v
-}
-
-func testID(t TestResult) string {
-	if t.Suite == "" {
-		return t.TestName
-	}
-	return t.Suite + "." + t.TestName
-}
-
-// evidenceTexts collects the command checks' evidence, depth first.
-func evidenceTexts(items []verify.ItemResult, out []string) []string {
-	for _, it := range items {
-		if it.Type == state.CheckCommand || it.Type == state.CheckNotCommand {
-			out = append(out, it.Evidence)
-		}
-		out = evidenceTexts(it.GroupResults, out)
-		out = evidenceTexts(it.AnyOfResults, out)
-	}
-	return out
 }
 
 func summarize(l *Loop, ss *SkillState, h *history) *Summary {
