@@ -166,6 +166,10 @@ func TestTheDashboardShowsARunningLoopLiveAndItsButtonsPauseResumeAndStopIt(t *t
 		return fmt.Sprintf(`(document.querySelector('%s [data-role=progress]') || {}).textContent?.startsWith(%q)`, card, text)
 	}
 
+	// Without the token the page says where to get it.
+	b.do("opening the dashboard without the token", chromedp.Navigate(h.base+"/"))
+	b.until("the page asks for the printed URL", `!document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('open the URL that aot serve printed')`)
+
 	// The token URL signs the browser in and shows the loop running.
 	b.do("opening the token URL", chromedp.Navigate(h.srv.URL()))
 	b.until("the card shows the running loop", cardIs("running")+" && "+progress("0 / 3 resolved"))
