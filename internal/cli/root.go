@@ -198,6 +198,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 		newCmdLogs(d, g, nil),
 		newCmdDemo(d, g, nil),
 		newCmdPlugin(d, g),
+		newCmdServe(d, g, nil),
 	} {
 		c.GroupID = "loop"
 		root.AddCommand(c)

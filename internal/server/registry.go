@@ -1,0 +1,231 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/runlock"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// loop is one served loop: its identity, its journal as read so far, and
+// the bookkeeping of its CCW view.
+type loop struct {
+	id, title, description string
+	workspace, stateFile   string
+	created                time.Time
+
+	mu         sync.Mutex
+	events     []journal.Event // the journal so far; seq n is events[n-1]
+	fol        *journal.Follower
+	stamp      fileStamp         // the state file when last looked at
+	dirty      bool              // the CCW view is behind
+	written    time.Time         // the CCW view's last write
+	viewStamp  fileStamp         // {id}.json as last written
+	child      *child            // the aot run this server started, if any
+	outputs    map[string]string // the last verification's check outputs
+	outputsSeq int               // the journal sequence of that verification
+	startMu    sync.Mutex
+	viewMu     sync.Mutex // one writer of the CCW view at a time
+}
+
+type fileStamp struct {
+	size int64
+	mod  time.Time
+	ok   bool
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{size: fi.Size(), mod: fi.ModTime(), ok: true}
+}
+
+func (l *loop) store() *state.Store { return state.NewStore(l.stateFile).RefuseInvalid() }
+
+// snapshot returns the events read so far (the slice is never mutated in
+// place, so it may be read without the lock).
+func (l *loop) snapshot() []journal.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.events[:len(l.events):len(l.events)]
+}
+
+// engineInfo is what the run lock and the pause marker say.
+type engineInfo struct {
+	Running     bool       `json:"running"`
+	PID         int        `json:"pid,omitempty"`
+	Paused      bool       `json:"paused"`
+	PausedSince *time.Time `json:"paused_since,omitempty"`
+	PausedKill  bool       `json:"paused_kill,omitempty"`
+}
+
+func (l *loop) engine() engineInfo {
+	pid, held, _ := runlock.Holder(l.stateFile)
+	info := engineInfo{Running: held}
+	if held {
+		info.PID = pid
+		if p, ok := engine.Paused(l.stateFile); ok {
+			info.Paused, info.PausedSince, info.PausedKill = true, &p.Since, p.Kill
+		}
+	}
+	return info
+}
+
+// registry holds the loops of the served workspaces.
+type registry struct {
+	workspaces []string
+	log        *slog.Logger
+	hub        *hub
+	now        func() time.Time
+
+	mu    sync.RWMutex
+	loops map[string]*loop
+}
+
+// loopsDir is a workspace's CCW folder.
+func loopsDir(ws string) string { return filepath.Join(ws, ".loop") }
+
+// ownStateDir is where a loop created by the server keeps its state file.
+func ownStateFile(ws, id string) string {
+	return filepath.Join(ws, ".claude", "aot-loops", id, filepath.Base(state.DefaultPath))
+}
+
+func (r *registry) get(id string) *loop {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.loops[id]
+}
+
+func (r *registry) all() []*loop {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*loop, 0, len(r.loops))
+	for _, l := range r.loops {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].created.Equal(out[j].created) {
+			return out[i].created.After(out[j].created)
+		}
+		return out[i].id < out[j].id
+	})
+	return out
+}
+
+func (r *registry) add(l *loop) {
+	l.fol = journal.NewFollower(journal.PathFor(l.stateFile))
+	l.dirty = true
+	r.mu.Lock()
+	r.loops[l.id] = l
+	r.mu.Unlock()
+}
+
+// discover finds the loops of every workspace: those with a CCW view, those
+// the server created (their state files), and the workspace's own state
+// file, which becomes a loop with no extra step.
+func (r *registry) discover() error {
+	for _, ws := range r.workspaces {
+		known := map[string]bool{} // state files already a loop
+		ids := map[string]bool{}
+		if entries, err := os.ReadDir(loopsDir(ws)); err == nil {
+			for _, e := range entries {
+				id, ok := strings.CutSuffix(e.Name(), ".json")
+				if ok && validID(id) {
+					ids[id] = true
+				}
+				if id, ok := strings.CutSuffix(e.Name(), ".progress"); ok && e.IsDir() && validID(id) {
+					ids[id] = true
+				}
+			}
+		}
+		if entries, err := os.ReadDir(filepath.Join(ws, ".claude", "aot-loops")); err == nil {
+			for _, e := range entries {
+				if e.IsDir() && validID(e.Name()) {
+					ids[e.Name()] = true
+				}
+			}
+		}
+		for id := range ids {
+			l, err := r.open(ws, id)
+			if err != nil {
+				r.log.Warn("a loop could not be read", "workspace", ws, "loop", id, "error", err)
+				continue
+			}
+			known[l.stateFile] = true
+			r.add(l)
+		}
+		def := filepath.Join(ws, state.DefaultPath)
+		if _, err := os.Stat(def); err == nil && !known[def] {
+			created := r.now()
+			if evs, err := journal.Read(journal.PathFor(def)); err == nil && len(evs) > 0 {
+				created = evs[0].Time
+			}
+			l := &loop{id: idFor(def, created), workspace: ws, stateFile: def, created: created}
+			if s, err := state.NewStore(def).Read(); err == nil {
+				l.title = shorten(s.Objective.Goal, 80)
+				l.description = shorten(s.Objective.BackgroundIntent, 400)
+			}
+			r.add(l)
+		}
+	}
+	return nil
+}
+
+// open reads a loop known by its id: its identity from the CCW view or,
+// when that is damaged or missing, from the progress files and the journal.
+func (r *registry) open(ws, id string) (*loop, error) {
+	sf := ownStateFile(ws, id)
+	if _, err := os.Stat(sf); err != nil {
+		sf = filepath.Join(ws, state.DefaultPath)
+	}
+	m, rebuilt, err := readMeta(loopsDir(ws), id, sf)
+	if err != nil {
+		return nil, err
+	}
+	l := &loop{id: id, title: m.Title, description: m.Description, workspace: ws, stateFile: m.StateFile, created: m.CreatedAt}
+	if rebuilt {
+		r.notice(l, fmt.Sprintf("%s was damaged or missing: rebuilt from %s.progress/ and the journal", filepath.Join(loopsDir(ws), id+".json"), id))
+	}
+	return l, nil
+}
+
+func (r *registry) notice(l *loop, msg string) {
+	r.log.Warn(msg, "loop", l.id)
+	r.hub.publish(message{loop: l.id, kind: "notice", data: mustJSON(map[string]any{"loop_id": l.id, "message": msg})})
+}
+
+// workspaceFor picks a served workspace: the first when none is named.
+func (r *registry) workspaceFor(name string) (string, error) {
+	if name == "" {
+		return r.workspaces[0], nil
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(r.workspaces, abs) {
+		return abs, nil
+	}
+	return "", errors.New("workspace " + name + " is not served (aot serve --workspace DIR adds one)")
+}
+
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
