@@ -63,7 +63,7 @@ func (c *client) do(method, path string, body any) (int, []byte, error) {
 	return resp.StatusCode, data, err
 }
 
-const agent = `sleep 0.0$(( $$ % 9 + 1 ))
+const agent = `sleep 0.$(( $$ % 5 + 5 ))
 touch "$AOT_ATOM_ID.done"
 echo '{"success": true, "summary": "ok", "usage": {"input_tokens": 100, "output_tokens": 20, "cost_usd": 0.001}}'
 `
@@ -103,7 +103,7 @@ func run(nLoops, nRunning, nClients int, dur time.Duration) error {
 		for j := range 200 {
 			atoms = append(atoms, map[string]any{"id": fmt.Sprintf("A%d", j), "description": "d"})
 		}
-		code, data, err := c.do("POST", "/api/loops", map[string]any{"title": fmt.Sprint("loop ", i), "goal": "g",
+		code, data, err := c.do("POST", "/api/loops", map[string]any{"title": fmt.Sprint("loop ", i), "goal": "g", "background": "b", "deliverables": "d", "definition_of_done": "c",
 			"checks": []map[string]string{{"type": "command", "value": "false"}}, "atoms": atoms,
 			"constraints": map[string]any{"max_parallel_agents": 2, "max_iterations": 1000}})
 		if err != nil || code != 201 {
@@ -119,6 +119,7 @@ func run(nLoops, nRunning, nClients int, dur time.Duration) error {
 	// The SSE clients.
 	var mu sync.Mutex
 	var delays []time.Duration
+	byType := map[string][]time.Duration{}
 	received := 0
 	for range nClients {
 		req, _ := http.NewRequestWithContext(ctx, "GET", c.base+"/api/stream", nil)
@@ -138,11 +139,15 @@ func run(nLoops, nRunning, nClients int, dur time.Duration) error {
 				}
 				now := time.Now()
 				var m struct {
-					Event struct{ Time time.Time } `json:"event"`
+					Event struct {
+						Time time.Time
+						Type string
+					} `json:"event"`
 				}
 				if json.Unmarshal([]byte(line[6:]), &m) == nil && !m.Event.Time.IsZero() {
 					mu.Lock()
 					delays = append(delays, now.Sub(m.Event.Time))
+					byType[m.Event.Type] = append(byType[m.Event.Type], now.Sub(m.Event.Time))
 					received++
 					mu.Unlock()
 				}
@@ -195,6 +200,11 @@ func run(nLoops, nRunning, nClients int, dur time.Duration) error {
 	row("GET /api/loops/{id} (running, 200 atoms)", one, true)
 	row(fmt.Sprintf("journal event -> each of %d SSE clients", nClients), d, false)
 	fmt.Printf("\n%d event deliveries\n", n)
+	if os.Getenv("AOT_BENCH_BY_TYPE") != "" {
+		for t, v := range byType {
+			fmt.Printf("%s: p50 %s p99 %s n %d\n", t, ms(pct(v, 50)), ms(pct(v, 99)), len(v))
+		}
+	}
 	return nil
 }
 

@@ -160,8 +160,9 @@ func cutTornTail(f *os.File) error {
 	return f.Truncate(0)
 }
 
-// Append buffers one event; it is written by the next Sync (or once the
-// buffer fills). A zero Time is set to now.
+// Append writes one event to the file at once, so that readers (aot status,
+// aot top, aot serve's streams) see it without waiting; it is durable after
+// the next Sync, which fsyncs the batch. A zero Time is set to now.
 func (j *Journal) Append(e Event) error {
 	if e.Time.IsZero() {
 		e.Time = j.now()
@@ -180,6 +181,9 @@ func (j *Journal) Append(e Event) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	j.dirty = true
+	if err := j.w.Flush(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
 	return nil
 }
 

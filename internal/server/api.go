@@ -156,6 +156,8 @@ type summaryDoc struct {
 	CCW           any           `json:"ccw,omitempty"`
 	Trail         []trailDoc    `json:"trail,omitempty"`
 	Corrections   []correctDoc  `json:"corrections,omitempty"`
+
+	st *state.State // the control fields the status is computed from
 }
 
 type trailDoc struct {
@@ -172,17 +174,45 @@ type correctDoc struct {
 	TrailCleared bool   `json:"trail_cleared"`
 }
 
+// summary is the loop's card. What comes from the journal and the state
+// file is computed again only when either changed; the engine's state is
+// looked at every time.
 func (s *Server) summary(l *loop) summaryDoc {
-	d := summaryDoc{LoopID: l.id, Title: l.title, Description: l.description, Workspace: l.workspace,
-		StateFile: l.stateFile, CreatedAt: l.created, Running: []runningDoc{}}
-	d.Engine = l.engine()
+	eng := l.engine()
 	evs := l.snapshot()
+	key := summaryKey{events: len(evs), state: stampOf(l.stateFile), running: eng.Running}
+	l.mu.Lock()
+	c, ok := l.sum, l.sumKey == key && l.sum != nil
+	l.mu.Unlock()
+	if !ok {
+		c = s.computeSummary(l, evs, eng.Running)
+		l.mu.Lock()
+		l.sum, l.sumKey = c, key
+		l.mu.Unlock()
+	}
+	d := *c
+	d.Engine = eng
+	if d.st != nil {
+		d.Status = loopStatus(d.st, eng)
+	}
+	return d
+}
+
+type summaryKey struct {
+	events  int
+	state   fileStamp
+	running bool
+}
+
+func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *summaryDoc {
+	d := &summaryDoc{LoopID: l.id, Title: l.title, Description: l.description, Workspace: l.workspace,
+		StateFile: l.stateFile, CreatedAt: l.created, Running: []runningDoc{}}
 	d.Usage = history.SpendOf(evs).Total
 	if len(evs) > 0 {
 		t := evs[len(evs)-1].Time
 		d.UpdatedAt = &t
 	}
-	if d.Engine.Running {
+	if running {
 		book := history.NewBook(l.stateFile)
 		for _, ev := range evs {
 			book.Add(ev)
@@ -199,6 +229,7 @@ func (s *Server) summary(l *loop) summaryDoc {
 		d.Error = err.Error()
 		return d
 	}
+	d.st = &state.State{Control: st.Control}
 	d.Goal = st.Objective.Goal
 	d.Iteration = st.Control.Iteration
 	d.MaxIterations = st.Objective.Constraints.MaxIterations
@@ -217,7 +248,6 @@ func (s *Server) summary(l *loop) summaryDoc {
 	}
 	d.Progress.Total = len(st.Atoms)
 	d.Progress.Executable = len(dag.Executable(st, 0))
-	d.Status = loopStatus(st, d.Engine)
 	return d
 }
 

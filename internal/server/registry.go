@@ -37,6 +37,8 @@ type loop struct {
 	outputsSeq int               // the journal sequence of that verification
 	startMu    sync.Mutex
 	viewMu     sync.Mutex // one writer of the CCW view at a time
+	sum        *summaryDoc
+	sumKey     summaryKey
 }
 
 type fileStamp struct {

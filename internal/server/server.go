@@ -29,7 +29,7 @@ type Options struct {
 	Token        string        // the access token (LoadToken)
 	Exe          string        // the aot binary that runs loops; default: this program
 	Poll         time.Duration // how often journals and state files are looked at; default 25ms
-	ViewInterval time.Duration // the least time between two writes of a loop's CCW view; default 250ms
+	ViewInterval time.Duration // how often changed CCW views are written; default 500ms
 	Logger       *slog.Logger  // the server's own log; default: discarded
 	Now          func() time.Time
 }
@@ -67,7 +67,7 @@ func New(opts Options) (*Server, error) {
 		opts.Poll = 25 * time.Millisecond
 	}
 	if opts.ViewInterval <= 0 {
-		opts.ViewInterval = 250 * time.Millisecond
+		opts.ViewInterval = 500 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -108,12 +108,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.watch = cancel
 	// The views are brought up to date before the first request.
 	for _, l := range s.reg.all() {
-		s.pollLoop(l, time.Now())
+		s.pollLoop(l)
+		s.syncView(l)
 	}
-	go func() {
-		defer close(s.done)
-		s.watchLoops(ctx)
-	}()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.watchLoops(ctx) }()
+	go func() { defer wg.Done(); s.keepViews(ctx) }()
+	go func() { wg.Wait(); close(s.done) }()
 	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	err := s.http.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {

@@ -7,10 +7,11 @@ import (
 	"github.com/aot-loop/aot/internal/journal"
 )
 
-// watch reads every loop's new journal lines and state changes, fans them
-// out to the streams and keeps the CCW views in step, until ctx ends. One
-// goroutine for all loops: a stat per loop per tick costs little, and it
-// works on any file system.
+// watchLoops reads every loop's new journal lines and state changes and
+// fans them out to the streams, until ctx ends. One goroutine for all
+// loops: a stat per loop per tick costs little, and it works on any file
+// system. The CCW views are written by keepViews, so that their fsyncs never
+// hold back an event on its way to the clients.
 func (s *Server) watchLoops(ctx context.Context) {
 	tick := time.NewTicker(s.opts.Poll)
 	defer tick.Stop()
@@ -20,14 +21,30 @@ func (s *Server) watchLoops(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		now := time.Now()
 		for _, l := range s.reg.all() {
-			s.pollLoop(l, now)
+			s.pollLoop(l)
 		}
 	}
 }
 
-func (s *Server) pollLoop(l *loop, now time.Time) {
+// keepViews writes the CCW view of every loop that changed, at most once
+// per ViewInterval, and rebuilds one changed or removed behind its back.
+func (s *Server) keepViews(ctx context.Context) {
+	tick := time.NewTicker(s.opts.ViewInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, l := range s.reg.all() {
+			s.syncView(l)
+		}
+	}
+}
+
+func (s *Server) pollLoop(l *loop) {
 	evs, skipped, err := l.fol.Next()
 	if err != nil {
 		s.log.Warn("journal unreadable", "loop", l.id, "error", err)
@@ -38,8 +55,9 @@ func (s *Server) pollLoop(l *loop, now time.Time) {
 	if len(evs) > 0 {
 		l.mu.Lock()
 		first := len(l.events) + 1
-		// Appending never changes what earlier snapshots see.
-		l.events = append(l.events[:len(l.events):len(l.events)], evs...)
+		// Snapshots are capped at their length: appending never changes
+		// what they see.
+		l.events = append(l.events, evs...)
 		l.dirty = true
 		l.mu.Unlock()
 		for i, ev := range evs {
@@ -56,10 +74,15 @@ func (s *Server) pollLoop(l *loop, now time.Time) {
 			s.hub.publish(message{loop: l.id, kind: "state", data: mustJSON(map[string]string{"loop_id": l.id})})
 		}
 	}
+}
+
+// syncView writes the loop's view if it is behind, or if someone changed
+// or removed it.
+func (s *Server) syncView(l *loop) {
 	l.viewMu.Lock()
 	defer l.viewMu.Unlock()
 	l.mu.Lock()
-	due := l.dirty && now.Sub(l.written) >= s.opts.ViewInterval
+	due := l.dirty
 	lost := !l.written.IsZero() && stampOf(viewPath(l)) != l.viewStamp
 	l.mu.Unlock()
 	if lost {
