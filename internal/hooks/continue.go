@@ -64,27 +64,28 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 			return err
 		}
 		l.unowned = false
-		if verdict == nil && !s.Control.StopRequested && dag.Unresolved(s) == 0 {
+		u := dag.Unresolved(s)
+		if verdict == nil && !s.Control.StopRequested && u == 0 {
 			bc = s.Objective.BaseCase
 			return errVerify
 		}
 		prev := s.Control.PrevPendingCount
-		progress := prev >= 0 && dag.Unresolved(s) < prev
-		d = step(s, verdict)
+		progress := prev >= 0 && u < prev
+		d = step(s, u, verdict)
 		if d.Action == None || in.StopHookActive && d.Action == Block && !progress {
 			d = Decision{}
 			return errNoChange
 		}
 		return nil
 	}
-	_, err = store.Update(fn)
+	_, err = store.UpdateControl(fn)
 	if errors.Is(err, errVerify) {
 		rep, verr := o.verify(ctx, bc, l.root)
 		if verr != nil {
 			rep = verify.Report{Checklist: []verify.ItemResult{{Item: "base_case", Evidence: verr.Error()}}}
 		}
 		verdict = &rep
-		_, err = store.Update(fn)
+		_, err = store.UpdateControl(fn)
 	}
 	if errors.Is(err, errNoChange) {
 		return Decision{}, nil
@@ -106,9 +107,10 @@ func (o *Options) verify(ctx context.Context, bc *state.BaseCase, dir string) (v
 	return verify.BaseCase(ctx, bc, verify.Options{Dir: dir})
 }
 
-// step is one continuation on the state read under the lock: it changes
-// s's control fields and says what the session should do.
-func step(s *state.State, verdict *verify.Report) Decision {
+// step is one continuation on the state read under the lock, of which u
+// atoms are unresolved: it changes s's control fields (and nothing else:
+// the store then rewrites only them) and says what the session should do.
+func step(s *state.State, u int, verdict *verify.Report) Decision {
 	c := &s.Control
 	lim := s.Objective.Constraints
 	if c.Status != state.ControlRunning || c.RedirectRequested {
@@ -122,7 +124,6 @@ func step(s *state.State, verdict *verify.Report) Decision {
 		c.Status, c.StopReason = state.ControlStopped, &reason
 		return Decision{Action: End, Message: "AoT Loop stopped: " + reason + ". Resume with /enter-recursion (or aot run)."}
 	}
-	u := dag.Unresolved(s)
 	if u == 0 && verdict != nil && verdict.Passed {
 		reason := "completed: the base case passed (checked by aot)"
 		c.Status, c.StopReason = state.ControlCompleted, &reason

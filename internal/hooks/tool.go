@@ -67,12 +67,9 @@ func decideTool(o *Options, in Input) (Decision, error) {
 	if err != nil || l == nil {
 		return Decision{}, err
 	}
-	s, err := state.NewStore(l.path).Read()
+	s, err := state.NewStore(l.path).ReadValid()
 	if err != nil {
 		return Decision{}, err
-	}
-	if r := state.Validate(s); !r.Valid() {
-		return Decision{}, &state.InvalidFileError{File: l.path, Issues: r.Errors}
 	}
 	if s.Control.Status != state.ControlRunning || s.Control.StopRequested || s.Control.RedirectRequested {
 		return Decision{}, nil

@@ -175,6 +175,35 @@ func BenchmarkUpdate(b *testing.B) {
 	})
 }
 
+// BenchmarkParseQuick is the hooks' reader (quick.go) on the same files.
+func BenchmarkParseQuick(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int, data []byte) {
+		for b.Loop() {
+			if _, q, _, _, err := parseQuick(data); err != nil || q == nil {
+				b.Fatal(err, q)
+			}
+		}
+	})
+}
+
+// BenchmarkUpdateControl is one Store.UpdateControl of the hooks' kind: lock,
+// read, validate, the iteration counted, written through temp file, fsync
+// and rename; beside BenchmarkUpdate.
+func BenchmarkUpdateControl(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int, data []byte) {
+		path := filepath.Join(b.TempDir(), "state.md")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		st := NewStore(path).RefuseInvalid()
+		for b.Loop() {
+			if _, err := st.UpdateControl(func(s *State) error { s.Control.Iteration++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // TestBenchStateIsValid keeps the benchmark input honest.
 func TestBenchStateIsValid(t *testing.T) {
 	for _, n := range []int{1, 10, 1000} {

@@ -39,7 +39,14 @@ func TestHelperProcess(t *testing.T) {
 		n, _ := strconv.Atoi(os.Getenv(helperNEnv))
 		err = appendUpdates(st, os.Getenv(helperIDEnv), n)
 	case "counter":
-		err = countForever(st)
+		err = countForever(st, st.Update)
+	case "control-counter":
+		err = countForever(st, st.UpdateControl)
+	case "controller":
+		n, _ := strconv.Atoi(os.Getenv(helperNEnv))
+		for i := 0; i < n && err == nil; i++ {
+			_, err = st.RefuseInvalid().UpdateControl(func(s *State) error { s.Control.Iteration++; return nil })
+		}
 	default:
 		err = fmt.Errorf("unknown helper %q", mode)
 	}
@@ -78,11 +85,12 @@ func appendUpdates(st *Store, id string, n int) error {
 	return nil
 }
 
-// countForever bumps control.iteration until it is killed. It prints one
-// line after its first write so that the parent kills it while it works.
-func countForever(st *Store) error {
+// countForever bumps control.iteration through update until it is killed.
+// It prints one line after its first write so that the parent kills it
+// while it works.
+func countForever(st *Store, update func(func(*State) error) (*State, error)) error {
 	for first := true; ; first = false {
-		if _, err := st.Update(func(s *State) error { s.Control.Iteration++; return nil }); err != nil {
+		if _, err := update(func(s *State) error { s.Control.Iteration++; return nil }); err != nil {
 			return err
 		}
 		if first {
@@ -115,11 +123,37 @@ func TestD3ConcurrentProcessesLoseNoUpdate(t *testing.T) {
 	}
 	const procs, updates = 16, 200
 	st := writeState(t, stateWithAtoms(t, procs))
+	runHelpers(t, st, procs, 0, updates)
+	checkUpdaters(t, st, procs, updates)
+}
+
+// TestUpdateControlAmongOtherWriters runs the hooks' control updates beside
+// processes that change atoms and bindings: no update of either is lost.
+func TestUpdateControlAmongOtherWriters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 12 processes")
+	}
+	const procs, controllers, updates = 8, 4, 100
+	st := writeState(t, stateWithAtoms(t, procs))
+	runHelpers(t, st, procs, controllers, updates)
+	s := checkUpdaters(t, st, procs, updates)
+	if want := 1 + controllers*updates; s.Control.Iteration != want {
+		t.Errorf("iteration %d, want %d: control updates were lost", s.Control.Iteration, want)
+	}
+}
+
+// runHelpers runs procs updaters (of atoms P0...) and controllers (of
+// control.iteration) at once, each making updates changes.
+func runHelpers(t *testing.T, st *Store, procs, controllers, updates int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make([]error, procs)
-	for p := 0; p < procs; p++ {
+	errs := make([]error, procs+controllers)
+	for p := 0; p < procs+controllers; p++ {
 		wg.Go(func() {
 			cmd := helperCmd("updater", st.Path(), helperIDEnv+"=P"+strconv.Itoa(p), helperNEnv+"="+strconv.Itoa(updates))
+			if p >= procs {
+				cmd = helperCmd("controller", st.Path(), helperNEnv+"="+strconv.Itoa(updates))
+			}
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Run(); err != nil {
@@ -133,6 +167,12 @@ func TestD3ConcurrentProcessesLoseNoUpdate(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// checkUpdaters checks that every update of runHelpers' updaters is in the
+// file, and returns the state.
+func checkUpdaters(t *testing.T, st *Store, procs, updates int) *State {
+	t.Helper()
 	s, err := st.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -168,4 +208,5 @@ func TestD3ConcurrentProcessesLoseNoUpdate(t *testing.T) {
 			t.Errorf("left behind %s", e.Name())
 		}
 	}
+	return s
 }

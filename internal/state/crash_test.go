@@ -22,17 +22,32 @@ func TestD3KilledWriterLeavesOldOrNewFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills 500 processes")
 	}
-	const kills = 500
+	killWriter(t, "counter", 500, 80*time.Second)
+}
+
+// TestKilledControlWriterLeavesOldOrNewFile is the same for UpdateControl,
+// the hooks' write (the child counts with it instead of Update).
+func TestKilledControlWriterLeavesOldOrNewFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills 200 processes")
+	}
+	killWriter(t, "control-counter", 200, 30*time.Second)
+}
+
+// killWriter kills a helper of the given mode, which counts
+// control.iteration up, kills times (within budget) and checks the file
+// after each kill.
+func killWriter(t *testing.T, mode string, kills int, budget time.Duration) {
 	st := writeState(t, miniState)
 	rng := rand.New(rand.NewPCG(1, 2))
 	last, tempFiles := 1, 0
-	deadline := time.Now().Add(80 * time.Second)
+	deadline := time.Now().Add(budget)
 	for i := 0; i < kills; i++ {
 		if time.Now().After(deadline) {
 			t.Logf("stopping after %d kills to bound the run time", i)
 			break
 		}
-		cmd := helperCmd("counter", st.Path())
+		cmd := helperCmd(mode, st.Path())
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -55,46 +55,9 @@ var fence = "---"
 // frontmatter, a syntax error) are a *ParseError; problems of the contract
 // (a wrong type, a missing field) are reported by Validate.
 func Parse(data []byte) (*State, error) {
-	text := string(data)
-	d := &document{raw: text}
-	if strings.HasPrefix(text, "\uFEFF") {
-		d.bom = true
-		text = text[3:]
-	}
-	firstEnd := strings.IndexByte(text, '\n')
-	if firstEnd > 0 && text[firstEnd-1] == '\r' {
-		d.crlf = true
-		text = strings.ReplaceAll(text, "\r\n", "\n")
-		firstEnd = strings.IndexByte(text, '\n')
-	}
-	if firstEnd < 0 || strings.TrimRight(text[:firstEnd], " \t") != fence {
-		return nil, &ParseError{Line: 1, Msg: "missing frontmatter: the file must start with a '---' line"}
-	}
-	d.head = text[:firstEnd+1]
-	rest := text[firstEnd+1:]
-	fmEnd, bodyStart := -1, -1
-	for p := 0; p < len(rest); {
-		e := strings.IndexByte(rest[p:], '\n')
-		line := rest[p:]
-		next := len(rest)
-		if e >= 0 {
-			line = rest[p : p+e]
-			next = p + e + 1
-		}
-		if strings.TrimRight(line, " \t") == fence {
-			fmEnd, bodyStart = p, next
-			break
-		}
-		p = next
-	}
-	if fmEnd < 0 {
-		return nil, &ParseError{Line: 1, Msg: "unterminated frontmatter: no closing '---' line"}
-	}
-	d.fm = rest[:fmEnd]
-	d.tail = rest[fmEnd:bodyStart]
-	body := rest[bodyStart:]
-	if strings.TrimSpace(d.fm) == "" {
-		return nil, &ParseError{Line: 2, Msg: "empty frontmatter"}
+	d, body, err := split(string(data))
+	if err != nil {
+		return nil, err
 	}
 	t, root, err := scanTree(d.fm, 2)
 	if err != nil {
@@ -111,6 +74,58 @@ func Parse(data []byte) (*State, error) {
 	d.snap = s.clone()
 	s.doc = d
 	return s, nil
+}
+
+// split cuts a state file into its fences, frontmatter (LF line endings)
+// and body.
+func split(text string) (*document, string, error) {
+	d := &document{raw: text}
+	if strings.HasPrefix(text, "\uFEFF") {
+		d.bom = true
+		text = text[3:]
+	}
+	firstEnd := strings.IndexByte(text, '\n')
+	if firstEnd > 0 && text[firstEnd-1] == '\r' {
+		d.crlf = true
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+		firstEnd = strings.IndexByte(text, '\n')
+	}
+	if firstEnd < 0 || strings.TrimRight(text[:firstEnd], " \t") != fence {
+		return nil, "", &ParseError{Line: 1, Msg: "missing frontmatter: the file must start with a '---' line"}
+	}
+	d.head = text[:firstEnd+1]
+	rest := text[firstEnd+1:]
+	fmEnd, bodyStart := -1, -1
+	for p := 0; p < len(rest); {
+		// Only a line that starts with the fence can close the frontmatter.
+		if strings.HasPrefix(rest[p:], fence) {
+			e := strings.IndexByte(rest[p:], '\n')
+			line := rest[p:]
+			next := len(rest)
+			if e >= 0 {
+				line = rest[p : p+e]
+				next = p + e + 1
+			}
+			if strings.TrimRight(line, " \t") == fence {
+				fmEnd, bodyStart = p, next
+				break
+			}
+		}
+		i := strings.Index(rest[p:], "\n"+fence)
+		if i < 0 {
+			break
+		}
+		p += i + 1
+	}
+	if fmEnd < 0 {
+		return nil, "", &ParseError{Line: 1, Msg: "unterminated frontmatter: no closing '---' line"}
+	}
+	d.fm = rest[:fmEnd]
+	d.tail = rest[fmEnd:bodyStart]
+	if strings.TrimSpace(d.fm) == "" {
+		return nil, "", &ParseError{Line: 2, Msg: "empty frontmatter"}
+	}
+	return d, rest[bodyStart:], nil
 }
 
 var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\]\s*`)
@@ -477,6 +492,21 @@ func (s *State) readIssues() (errs, warns []Issue) {
 
 // clone returns a deep copy of s without its document.
 func (s *State) clone() *State {
+	c := s.snapshot()
+	for i := range c.Atoms {
+		c.Atoms[i].DependsOn = copySlice(s.Atoms[i].DependsOn)
+		c.Atoms[i].Scope = copySlice(s.Atoms[i].Scope)
+	}
+	for i := range c.Bindings {
+		c.Bindings[i].Artifacts = copySlice(s.Bindings[i].Artifacts)
+	}
+	return c
+}
+
+// snapshot is clone but for the lists of atoms and bindings (depends_on,
+// scope, artifacts), which it shares with s: enough to tell later whether
+// an atom or binding was changed, or one of those lists replaced.
+func (s *State) snapshot() *State {
 	c := *s
 	c.doc = nil
 	c.Objective.BaseCase = cloneBaseCase(s.Objective.BaseCase)
@@ -488,10 +518,6 @@ func (s *State) clone() *State {
 	// compare equal to an unchanged state, or a write would rewrite sections
 	// that did not change (a "failed: []" read by the YAML library).
 	c.Atoms = copySlice(s.Atoms)
-	for i := range c.Atoms {
-		c.Atoms[i].DependsOn = copySlice(s.Atoms[i].DependsOn)
-		c.Atoms[i].Scope = copySlice(s.Atoms[i].Scope)
-	}
 	c.Decompositions = copySlice(s.Decompositions)
 	for i := range c.Decompositions {
 		c.Decompositions[i].Children = copySlice(s.Decompositions[i].Children)
@@ -502,9 +528,6 @@ func (s *State) clone() *State {
 		c.ORGroups[i].Failed = copySlice(s.ORGroups[i].Failed)
 	}
 	c.Bindings = copySlice(s.Bindings)
-	for i := range c.Bindings {
-		c.Bindings[i].Artifacts = copySlice(s.Bindings[i].Artifacts)
-	}
 	c.Trail = copySlice(s.Trail)
 	c.Corrections = copySlice(s.Corrections)
 	return &c

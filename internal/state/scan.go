@@ -32,13 +32,18 @@ type scanner struct {
 }
 
 func scanTree(src string, firstLine int) (*tree, int32, error) {
-	if !utf8.ValidString(src) {
-		return nil, 0, errUnsupported // the library decides what invalid bytes become
-	}
 	// About three nodes a line in the layout aot writes (key, value, and a
 	// list item or flow entry); a low guess regrows, and copies, a slice of
 	// over 100 MB at 100,000 atoms.
-	s := &scanner{src: src, line: 1, first: firstLine, t: newTree(src, strings.Count(src, "\n")*3+8)}
+	return scanTreeSized(src, firstLine, strings.Count(src, "\n"))
+}
+
+// scanTreeSized is scanTree of a text of about lines lines that are not blank.
+func scanTreeSized(src string, firstLine, lines int) (*tree, int32, error) {
+	if !utf8.ValidString(src) {
+		return nil, 0, errUnsupported // the library decides what invalid bytes become
+	}
+	s := &scanner{src: src, line: 1, first: firstLine, t: newTree(src, lines*3+8)}
 	s.t.spans = true
 	s.skipTrivia()
 	if s.pos >= len(src) {
@@ -385,7 +390,8 @@ func plainTag(s string) (tag, bool) {
 	if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '/') {
 		return 0, false
 	}
-	if len(s) <= 3 { // YAML 1.1 booleans and the special floats, in any case
+	if l := c | 0x20; len(s) <= 3 && (l == 'y' || l == 'n' || l == 'o' || l == 'i') {
+		// YAML 1.1 booleans and the special floats, in any case
 		for _, w := range [...]string{"y", "n", "yes", "no", "on", "off", "nan", "inf"} {
 			if strings.EqualFold(s, w) {
 				return 0, false
@@ -394,8 +400,7 @@ func plainTag(s string) (tag, bool) {
 	}
 	for i := 0; i < len(s); i++ {
 		b := s[i]
-		// ": " would start a mapping; flow indicators and quotes are left to the library.
-		if b == ':' || b == '\t' || b == '"' || b == '\'' || b == '`' || b == '\\' || b == '{' || b == '}' || b == '[' || b == ']' || b == ',' || b == '&' || b == '*' || b == '!' || b == '|' || b == '>' || b == '%' || b == '@' || b < 0x20 || b == 0x7f {
+		if notPlain[b] {
 			return 0, false
 		}
 		if b >= 0x80 {
@@ -407,6 +412,18 @@ func plainTag(s string) (tag, bool) {
 	}
 	return tStr, true
 }
+
+// notPlain marks the bytes that plainTag leaves to the library: ": " would
+// start a mapping; flow indicators, quotes and control characters.
+var notPlain = func() (t [256]bool) {
+	for _, b := range []byte(":\t\"'`\\{}[],&*!|>%@\x7f") {
+		t[b] = true
+	}
+	for b := 0; b < 0x20; b++ {
+		t[b] = true
+	}
+	return t
+}()
 
 func isDigits(s string) bool {
 	if s == "" {

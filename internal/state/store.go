@@ -96,6 +96,15 @@ func (st *Store) Path() string { return st.path }
 // atomically, so a reader sees either the old or the new file. A path that
 // is not a regular file is refused (a *PathError) without being opened.
 func (st *Store) Read() (*State, error) {
+	data, err := st.read()
+	if err != nil {
+		return nil, err
+	}
+	return st.parse(data)
+}
+
+// read returns the file's bytes, refusing a path that is not a regular file.
+func (st *Store) read() ([]byte, error) {
 	if err := CheckPath(st.path); err != nil {
 		return nil, err
 	}
@@ -103,7 +112,7 @@ func (st *Store) Read() (*State, error) {
 	if err != nil {
 		return nil, st.readError(err)
 	}
-	return st.parse(data)
+	return data, nil
 }
 
 func (st *Store) readError(err error) error {
@@ -149,18 +158,11 @@ func (st *Store) UpdateBatch(fn func(*State) error) (*State, error) {
 }
 
 func (st *Store) update(fn func(*State) error, checkTransitions bool) (*State, error) {
-	if err := CheckPath(st.path); err != nil {
-		return nil, err
-	}
-	unlock, err := st.lock()
+	data, unlock, err := st.lockedRead()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	data, err := readRegular(st.path)
-	if err != nil {
-		return nil, st.readError(err)
-	}
 	s, err := st.parse(data)
 	if err != nil {
 		return nil, err
@@ -175,6 +177,34 @@ func (st *Store) update(fn func(*State) error, checkTransitions bool) (*State, e
 	if err := fn(s); err != nil {
 		return nil, err
 	}
+	if err := st.commit(s, data, valid, checkTransitions); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// lockedRead takes the store's lock and reads the file under it; the caller
+// calls unlock when done.
+func (st *Store) lockedRead() (data []byte, unlock func(), err error) {
+	if err := CheckPath(st.path); err != nil {
+		return nil, nil, err
+	}
+	unlock, err = st.lock()
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err = readRegular(st.path)
+	if err != nil {
+		unlock()
+		return nil, nil, st.readError(err)
+	}
+	return data, unlock, nil
+}
+
+// commit writes s, read from data and changed, unless the change adds
+// contract errors (any error at all when the file was valid as read) or,
+// with checkTransitions, makes an illegal status transition.
+func (st *Store) commit(s *State, data []byte, valid, checkTransitions bool) error {
 	after := Validate(s)
 	var issues []Issue
 	if len(after.Errors) > 0 && valid {
@@ -184,7 +214,7 @@ func (st *Store) update(fn func(*State) error, checkTransitions bool) (*State, e
 		// broken file step by step): compare with the file as it was read.
 		orig, err := st.parse(data)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		issues = newIssues(Validate(orig).Errors, after.Errors)
 	}
@@ -192,16 +222,13 @@ func (st *Store) update(fn func(*State) error, checkTransitions bool) (*State, e
 		issues = append(issues, transitionIssues(s.doc.snap, s)...)
 	}
 	if len(issues) > 0 {
-		return nil, &ValidationError{File: st.path, Issues: issues}
+		return &ValidationError{File: st.path, Issues: issues}
 	}
 	out := Marshal(s)
 	if bytes.Equal(out, data) {
-		return s, nil
+		return nil
 	}
-	if err := writeAtomic(st.path, out, st.guard, &st.written); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return writeAtomic(st.path, out, st.guard, &st.written)
 }
 
 // Create writes a new state file; it refuses to replace an existing one

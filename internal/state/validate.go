@@ -47,8 +47,13 @@ func (v *validator) warn(field string, line int, format string, args ...any) {
 
 // Validate checks every invariant of the contract.
 func Validate(s *State) Report {
-	v := &validator{}
 	errs, warns := s.readIssues()
+	return validate(s, errs, warns)
+}
+
+// validate is Validate of a state read with the given problems.
+func validate(s *State, errs, warns []Issue) Report {
+	v := &validator{}
 	v.r.Errors = append(v.r.Errors, errs...)
 	v.r.Warnings = append(v.r.Warnings, warns...)
 	v.objective(&s.Objective)

@@ -1,0 +1,363 @@
+package state
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// The quick reader serves the hooks, which run on every tool call and every
+// stop of a session: they read the whole state, but write at most the
+// control section. In the layout aot writes, the atoms and bindings sections
+// are nearly all of a large file, and every line of them has one of a few
+// shapes; the quick reader decodes those two sections line by line straight
+// into atoms and bindings, without the node tree a write of them would need,
+// and reads the rest of the frontmatter as Parse does, with those sections
+// replaced by empty ones of the same number of lines (so that every line
+// number stays the same). A section in any other layout is left to the
+// general reader. Tests check that the result equals Parse's.
+
+// quickDoc is what the quick reader keeps of a file to patch its control
+// section.
+type quickDoc struct {
+	d       *document // the file; its tree is that of mini
+	mini    string    // the frontmatter with the quick sections emptied
+	quickAt int       // offset of the first emptied section (len(fm) if none)
+}
+
+// parseQuick reads data as Parse does; the state has no document (it is for
+// reading, or for UpdateControl), and errs and warns are the problems found
+// while reading, which Validate would report. The state's strings share
+// data's memory (copying a large file costs more than reading it): data
+// must not change afterwards.
+func parseQuick(data []byte) (s *State, q *quickDoc, errs, warns []Issue, err error) {
+	if len(data) == 0 {
+		return quickFallback(data)
+	}
+	d, body, err := split(unsafe.String(&data[0], len(data)))
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if d.bom || d.crlf || !utf8.ValidString(d.fm) {
+		return quickFallback(data)
+	}
+	var atoms []Atom
+	var bindings []Binding
+	var mini strings.Builder
+	var lists arena
+	quickAt := len(d.fm)
+	written := 0 // lines of mini that are not blank, at most
+	fm := d.fm
+	line := 2 // the file line of fm's first line
+	for p := 0; p < len(fm); {
+		end := nextTopLevel(fm, p)
+		sec := fm[p:end]
+		lines := strings.Count(sec, "\n")
+		done := false
+		switch {
+		case strings.HasPrefix(sec, "atoms:\n") && atoms == nil:
+			atoms, done = quickAtoms(sec[len("atoms:\n"):], line+1, &lists)
+			if done {
+				mini.WriteString("atoms: []\n")
+			}
+		case strings.HasPrefix(sec, "bindings:\n") && bindings == nil:
+			bindings, done = quickBindings(sec[len("bindings:\n"):], line+1, &lists)
+			if done {
+				mini.WriteString("bindings: {}\n")
+			}
+		}
+		if done {
+			for i := 1; i < lines; i++ {
+				mini.WriteByte('\n')
+			}
+			quickAt = min(quickAt, p)
+			written++
+		} else {
+			mini.WriteString(sec)
+			written += lines
+		}
+		line += lines
+		p = end
+	}
+	if atoms == nil && bindings == nil {
+		return quickFallback(data)
+	}
+	t, root, err := scanTreeSized(mini.String(), 2, written)
+	if err != nil {
+		t, root, err = libraryTree(mini.String(), 2)
+		if err != nil {
+			return quickFallback(data)
+		}
+	}
+	d.t, d.root = t, root
+	dec := &decoder{t: t}
+	s = dec.decode(root)
+	s.Body = body
+	if atoms != nil {
+		s.Atoms = atoms
+	}
+	if bindings != nil {
+		s.Bindings = bindings
+	}
+	return s, &quickDoc{d: d, mini: mini.String(), quickAt: quickAt}, dec.errors, dec.warnings, nil
+}
+
+// quickFallback reads data with Parse, for a file outside the quick layout.
+func quickFallback(data []byte) (*State, *quickDoc, []Issue, []Issue, error) {
+	s, err := Parse(data)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	errs, warns := s.readIssues()
+	s.doc = nil
+	return s, nil, errs, warns, nil
+}
+
+// nextTopLevel returns the start of the first line after the one at p that
+// starts a top-level entry (no indentation, not a comment), or len(fm).
+func nextTopLevel(fm string, p int) int {
+	for {
+		e := strings.IndexByte(fm[p:], '\n')
+		if e < 0 {
+			return len(fm)
+		}
+		p += e + 1
+		if p < len(fm) && fm[p] != ' ' && fm[p] != '\n' && fm[p] != '#' {
+			return p
+		}
+	}
+}
+
+// sectionLines calls fn for each line of a section's body (without its
+// newline) up to its trailing blank lines; false when fn refuses one, or a
+// blank line sits between two others.
+func sectionLines(body string, fn func(l string) bool) bool {
+	trailing := false
+	for body != "" {
+		e := strings.IndexByte(body, '\n')
+		if e < 0 {
+			return false // a frontmatter always ends with a newline
+		}
+		l := body[:e]
+		body = body[e+1:]
+		if l == "" {
+			trailing = true
+			continue
+		}
+		if trailing || !fn(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// atomKeys are the keys of an atom in the order aot writes them.
+var atomKeys = ownedKeys[ownAtom]
+
+// quickAtoms decodes the body of the atoms section when every atom is in
+// the layout aot writes; line is the file line of its first line.
+func quickAtoms(body string, line int, lists *arena) ([]Atom, bool) {
+	const item, field = "  - id: ", "    "
+	atoms := make([]Atom, 0, strings.Count(body, "\n"+item)+1)
+	var a *Atom
+	next := 0 // index in atomKeys of the next key allowed
+	closeAtom := func() bool {
+		// id, description, status and depends_on are always written.
+		return a == nil || next > 3
+	}
+	n := line - 1
+	ok := sectionLines(body, func(l string) bool {
+		n++
+		var key, v string
+		switch {
+		case strings.HasPrefix(l, item):
+			if !closeAtom() {
+				return false
+			}
+			atoms = append(atoms, Atom{Line: n})
+			a, next = &atoms[len(atoms)-1], 0
+			key, v = "id", l[len(item):]
+		case a != nil && strings.HasPrefix(l, field):
+			c := strings.Index(l, ": ")
+			if c < 0 {
+				return false
+			}
+			key, v = l[len(field):c], l[c+2:]
+		default:
+			return false
+		}
+		k := next
+		for k < len(atomKeys) && atomKeys[k] != key {
+			k++
+		}
+		if k == len(atomKeys) || next < 4 && k != next {
+			return false // unknown, repeated, out of order, or a required key missing
+		}
+		next = k + 1
+		var ok bool
+		switch key {
+		case "id":
+			a.ID, ok = quickScalar(v)
+		case "description":
+			a.Description, ok = quickScalar(v)
+		case "status":
+			a.Status, ok = quickScalar(v)
+		case "depends_on":
+			a.DependsOn, ok = lists.list(v)
+		case "or_group":
+			a.ORGroup, ok = quickScalar(v)
+		case "attempts":
+			var err error
+			if tg, tok := plainTag(v); tok && tg == tInt {
+				a.Attempts, err = strconv.Atoi(v)
+				ok = err == nil
+			}
+		case "last_failure":
+			a.LastFailure, ok = quickScalar(v)
+		case "scope":
+			a.Scope, ok = lists.list(v)
+		}
+		return ok
+	})
+	if !ok || !closeAtom() || len(atoms) == 0 {
+		return nil, false
+	}
+	return atoms, true
+}
+
+// quickBindings decodes the body of the bindings section when every binding
+// is in the layout aot writes: "  ID:", its summary, its artifacts.
+func quickBindings(body string, line int, lists *arena) ([]Binding, bool) {
+	bindings := make([]Binding, 0, strings.Count(body, ":\n"))
+	seen := make(map[string]bool, cap(bindings))
+	const summary, artifacts = "    summary: ", "    artifacts: "
+	n := line - 1
+	want := 0 // 0: a key, 1: its summary, 2: its artifacts
+	ok := sectionLines(body, func(l string) bool {
+		n++
+		var ok bool
+		switch want {
+		case 0:
+			id, ok := quickKey(l)
+			if !ok || seen[id] {
+				return false // a duplicate key: the general reader reports it
+			}
+			seen[id] = true
+			bindings = append(bindings, Binding{AtomID: id, Line: n})
+		case 1:
+			if !strings.HasPrefix(l, summary) {
+				return false
+			}
+			bindings[len(bindings)-1].Summary, ok = quickScalar(l[len(summary):])
+		case 2:
+			if !strings.HasPrefix(l, artifacts) {
+				return false
+			}
+			bindings[len(bindings)-1].Artifacts, ok = lists.list(l[len(artifacts):])
+		}
+		if want == 0 {
+			ok = true
+		}
+		want = (want + 1) % 3
+		return ok
+	})
+	if !ok || want != 0 || len(bindings) == 0 {
+		return nil, false
+	}
+	return bindings, true
+}
+
+// quickKey reads "  KEY:" of a binding, with a plain or double-quoted key,
+// as the fast scanner reads keys.
+func quickKey(l string) (string, bool) {
+	if !strings.HasPrefix(l, "  ") || !strings.HasSuffix(l, ":") || len(l) < 4 || l[2] == ' ' {
+		return "", false
+	}
+	k := l[2 : len(l)-1]
+	if k[0] == '"' {
+		v, j, err := parseDouble(k, 0, len(k))
+		return v, err == nil && j == len(k)
+	}
+	if k[0] == '-' || k[0] == '.' {
+		return "", false
+	}
+	for i := 0; i < len(k); i++ {
+		if !isPlainKeyByte(k[i]) {
+			return "", false
+		}
+	}
+	tg, ok := plainTag(k)
+	return k, ok && (tg == tStr || tg == tInt)
+}
+
+// quickScalar reads a whole value that is a double-quoted or plain string.
+func quickScalar(v string) (string, bool) {
+	if v == "" {
+		return "", false
+	}
+	if v[0] == '"' {
+		s, j, err := parseDouble(v, 0, len(v))
+		return s, err == nil && j == len(v)
+	}
+	if plainEnd(v, 0, len(v)) != len(v) {
+		return "", false // a comment or trailing spaces
+	}
+	tg, ok := plainTag(v)
+	return v, ok && tg == tStr
+}
+
+// arena hands out the lists of many atoms from a few large arrays.
+type arena struct{ buf []string }
+
+// list reads a whole value that is a one-line flow list of strings.
+func (ar *arena) list(v string) ([]string, bool) {
+	if len(v) < 2 || v[0] != '[' || v[len(v)-1] != ']' {
+		return nil, false
+	}
+	if cap(ar.buf)-len(ar.buf) < len(v)/2 {
+		ar.buf = make([]string, 0, max(4096, len(v)))
+	}
+	start := len(ar.buf)
+	inner := v[1 : len(v)-1]
+	if strings.TrimLeft(inner, " ") == "" {
+		return []string{}, true
+	}
+	for len(inner) > 0 {
+		inner = strings.TrimLeft(inner, " ")
+		var item string
+		if inner != "" && inner[0] == '"' {
+			s, j, err := parseDouble(inner, 0, len(inner))
+			if err != nil {
+				return nil, false
+			}
+			item, inner = s, inner[j:]
+		} else {
+			j := strings.IndexByte(inner, ',')
+			if j < 0 {
+				j = len(inner)
+			}
+			item = strings.TrimRight(inner[:j], " ")
+			inner = inner[len(item):]
+			if item == "" || strings.ContainsAny(item, " #]") {
+				return nil, false
+			}
+			if tg, ok := plainTag(item); !ok || tg != tStr {
+				return nil, false
+			}
+		}
+		ar.buf = append(ar.buf, item)
+		inner = strings.TrimLeft(inner, " ")
+		if inner == "" {
+			break
+		}
+		if inner[0] != ',' {
+			return nil, false
+		}
+		inner = inner[1:]
+		if strings.TrimLeft(inner, " ") == "" {
+			return nil, false // a trailing comma: left to the general reader
+		}
+	}
+	return ar.buf[start:len(ar.buf):len(ar.buf)], true
+}
