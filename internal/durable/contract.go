@@ -1,0 +1,146 @@
+// Package durable runs a loop as a Temporal workflow: the coordinator's
+// decisions (which atoms run, backtracking, bounds) in a deterministic
+// workflow over the pure state and DAG packages, each agent attempt and
+// each merge as an activity on any machine's aot worker, the local state
+// file kept as a projection. The local engine (package engine) stays the
+// default; this is aot run --engine temporal.
+package durable
+
+import (
+	"time"
+
+	"github.com/aot-loop/aot/internal/agent"
+)
+
+// Names registered with Temporal.
+const (
+	WorkflowName       = "aot.Loop"
+	AttemptActivity    = "aot.Attempt"
+	MergeActivity      = "aot.Merge"
+	VerifyActivity     = "aot.Verify"
+	DefaultTaskQueue   = "aot"
+	SignalPause        = "pause"
+	SignalResume       = "resume"
+	UpdateRedirect     = "redirect"
+	QueryStatus        = "status"
+	ProjectionActivity = "aot.Project" // runs on the task queue of the aot run that is attached (see ProjectionQueue)
+)
+
+// LoopInput starts (or continues as new) a loop workflow.
+type LoopInput struct {
+	// State is the state file's bytes (state.Marshal): the whole loop,
+	// objective, atoms, bindings, trail, control.
+	State []byte `json:"state"`
+	// Repo is the git remote every worker fetches from and pushes to; Base
+	// the integration branch the atoms' branches merge into, in dependency
+	// order; BaseCommit its commit when the loop started.
+	Repo       string `json:"repo"`
+	Base       string `json:"base"`
+	BaseCommit string `json:"base_commit"`
+	// Agent is what runs each role on the workers (as aot run's flags and
+	// .claude/aot-agents.yaml choose it).
+	Agent AgentChoice `json:"agent"`
+	// Bounds of this run (0: the state's constraints).
+	MaxParallel   int           `json:"max_parallel,omitempty"`
+	MaxIterations int           `json:"max_iterations,omitempty"`
+	AgentTimeout  time.Duration `json:"agent_timeout,omitempty"`
+	// Carried across Continue-As-New.
+	Carry Carry `json:"carry"`
+}
+
+// AgentChoice names the backend per role, as aot run's flags do.
+type AgentChoice struct {
+	Agent   string            `json:"agent,omitempty"`   // claude, codex, gemini, exec, ...
+	Model   string            `json:"model,omitempty"`   //
+	Command string            `json:"command,omitempty"` // the exec agent's command
+	Roles   map[string]string `json:"roles,omitempty"`   // role -> AGENT[:MODEL]
+}
+
+// Carry is what a workflow hands to its continuation.
+type Carry struct {
+	Usage     agent.Usage   `json:"usage"`
+	Unknown   int           `json:"unknown"`
+	Paused    bool          `json:"paused"`
+	Started   time.Time     `json:"started"`
+	PausedFor time.Duration `json:"paused_for"`
+	Runs      int           `json:"runs"` // how many workflow runs this loop has had
+}
+
+// AttemptInput is one agent run on one atom, in its own worktree at
+// BaseCommit (the integration branch's head when the attempt was decided).
+type AttemptInput struct {
+	Loop       string        `json:"loop"` // the workflow id
+	Repo       string        `json:"repo"`
+	BaseCommit string        `json:"base_commit"`
+	Branch     string        `json:"branch"` // where the worker pushes the atom's commit: aot/<loop>/<atom>-<attempt>
+	Task       agent.Task    `json:"task"`
+	Agent      AgentChoice   `json:"agent"`
+	Timeout    time.Duration `json:"timeout"`
+}
+
+// AttemptResult is the attempt's outcome; a failed attempt is a result, not
+// an activity error (activity errors are infrastructure: the worker died).
+type AttemptResult struct {
+	Result  agent.Result `json:"result"`
+	Kind    agent.Kind   `json:"kind,omitempty"` // why it failed; empty on success
+	Reason  string       `json:"reason,omitempty"`
+	Commit  string       `json:"commit,omitempty"` // the pushed commit on Branch; empty when nothing changed
+	Files   []string     `json:"files,omitempty"`
+	Worker  string       `json:"worker"` // host and pid of the worker that ran it
+	Unknown bool         `json:"usage_unknown,omitempty"`
+}
+
+// MergeInput merges an atom's branch into the integration branch.
+type MergeInput struct {
+	Repo   string `json:"repo"`
+	Base   string `json:"base"`
+	Branch string `json:"branch"`
+	Atom   string `json:"atom"`
+}
+
+// MergeResult is the integration branch after the merge, or a conflict
+// (nothing merged; the atom is retried on the new base).
+type MergeResult struct {
+	Commit   string   `json:"commit"`
+	Conflict bool     `json:"conflict"`
+	Files    []string `json:"files,omitempty"`
+}
+
+// VerifyInput runs the base case on the integration branch's head.
+type VerifyInput struct {
+	Repo   string `json:"repo"`
+	Commit string `json:"commit"`
+	State  []byte `json:"state"`
+}
+
+// VerifyResult is the base case's verdict.
+type VerifyResult struct {
+	Passed   bool     `json:"passed"`
+	Failures []string `json:"failures,omitempty"`
+}
+
+// Status is what the status query answers.
+type Status struct {
+	State     []byte      `json:"state"` // the current state, state.Marshal
+	Paused    bool        `json:"paused"`
+	Running   []Running   `json:"running"`
+	Usage     agent.Usage `json:"usage"`
+	Iteration int         `json:"iteration"`
+	Done      bool        `json:"done"`
+	Outcome   *Outcome    `json:"outcome,omitempty"`
+}
+
+// Running is an attempt in flight.
+type Running struct {
+	Atom    string    `json:"atom"`
+	Attempt int       `json:"attempt"`
+	Started time.Time `json:"started"`
+}
+
+// Outcome is how the loop ended (the same reasons and exit codes as the
+// local engine's).
+type Outcome struct {
+	Reason   string `json:"reason"`
+	ExitCode int    `json:"exit_code"`
+	Message  string `json:"message"`
+}
