@@ -1,6 +1,9 @@
 package state
 
-import "errors"
+import (
+	"errors"
+	"unsafe"
+)
 
 // ReadValid returns the current state when it validates, else an
 // *InvalidFileError. It reads as Read does, through the quick reader (see
@@ -118,9 +121,10 @@ func controlIssues(old, cur *Control, valid bool) []Issue {
 }
 
 // patchControl renders the file with s's control section in place of the
-// one read: the same bytes Update writes. ok is false when the quick reader
-// cannot tell where the section is.
-func (q *quickDoc) patchControl(s *State) (out []byte, ok bool) {
+// one read: the same bytes Update writes, as pieces that are mostly the
+// file's own (a copy of a large file costs more than its write). ok is false
+// when the quick reader cannot tell where the section is.
+func (q *quickDoc) patchControl(s *State) (out [][]byte, ok bool) {
 	if q == nil || !q.d.t.spans || q.d.t.nodes[q.d.root].kind != kMap {
 		return nil, false
 	}
@@ -133,9 +137,15 @@ func (q *quickDoc) patchControl(s *State) (out []byte, ok bool) {
 	e := newEncoder()
 	p := &patcher{old: d.t, new: e.t}
 	p.value(v, e.section(s, "control"), int(kn.colon), 0, int(kn.eend), false)
-	out = make([]byte, 0, len(d.raw)+256)
-	out = append(out, d.head...)
-	out = appendEdits(out, d.fm, p.edits)
-	out = append(out, d.tail...)
-	return append(out, s.Body...), true
+	// The edits lie within the control section: patch it alone.
+	start, end := int(kn.lstart), int(kn.eend)
+	for i := range p.edits {
+		p.edits[i].start -= start
+		p.edits[i].end -= start
+	}
+	section := appendEdits(nil, d.fm[start:end], p.edits)
+	return [][]byte{bytesOf(d.head), bytesOf(d.fm[:start]), section, bytesOf(d.fm[end:]), bytesOf(d.tail), bytesOf(s.Body)}, true
 }
+
+// bytesOf is the memory of s, to be written, never changed.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

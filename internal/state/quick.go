@@ -51,32 +51,36 @@ func parseQuick(data []byte) (s *State, q *quickDoc, errs, warns []Issue, err er
 	fm := d.fm
 	line := 2 // the file line of fm's first line
 	for p := 0; p < len(fm); {
-		end := nextTopLevel(fm, p)
-		sec := fm[p:end]
-		lines := strings.Count(sec, "\n")
-		done := false
-		switch {
-		case strings.HasPrefix(sec, "atoms:\n") && atoms == nil:
-			atoms, done = quickAtoms(sec[len("atoms:\n"):], line+1, &lists)
-			if done {
+		// A quick section finds its own end on the way.
+		size, lines := 0, 0
+		switch rest := fm[p:]; {
+		case strings.HasPrefix(rest, "atoms:\n") && atoms == nil:
+			atoms, size, lines = quickAtoms(rest[len("atoms:\n"):], line+1, &lists)
+			if atoms != nil {
 				mini.WriteString("atoms: []\n")
 			}
-		case strings.HasPrefix(sec, "bindings:\n") && bindings == nil:
-			bindings, done = quickBindings(sec[len("bindings:\n"):], line+1, &lists)
-			if done {
+		case strings.HasPrefix(rest, "bindings:\n") && bindings == nil:
+			bindings, size, lines = quickBindings(rest[len("bindings:\n"):], line+1, &lists)
+			if bindings != nil {
 				mini.WriteString("bindings: {}\n")
 			}
 		}
-		if done {
-			for i := 1; i < lines; i++ {
+		if size > 0 {
+			for range lines {
 				mini.WriteByte('\n')
 			}
 			quickAt = min(quickAt, p)
 			written++
-		} else {
-			mini.WriteString(sec)
-			written += lines
+			end := p + strings.IndexByte(fm[p:], '\n') + 1 + size
+			line += 1 + lines
+			p = end
+			continue
 		}
+		end := nextTopLevel(fm, p)
+		sec := fm[p:end]
+		lines = strings.Count(sec, "\n")
+		mini.WriteString(sec)
+		written += lines
 		line += lines
 		p = end
 	}
@@ -130,34 +134,45 @@ func nextTopLevel(fm string, p int) int {
 }
 
 // sectionLines calls fn for each line of a section's body (without its
-// newline) up to its trailing blank lines; false when fn refuses one, or a
-// blank line sits between two others.
-func sectionLines(body string, fn func(l string) bool) bool {
+// newline) up to the next top-level entry, and returns the size of the body
+// and its number of lines; ok is false when fn refuses a line, a blank line
+// sits between two others, or a comment starts at the left margin.
+func sectionLines(body string, fn func(l string) bool) (size, lines int, ok bool) {
 	trailing := false
-	for body != "" {
-		e := strings.IndexByte(body, '\n')
-		if e < 0 {
-			return false // a frontmatter always ends with a newline
+	p := 0
+	for p < len(body) {
+		if c := body[p]; c != ' ' && c != '\n' {
+			if c == '#' {
+				return 0, 0, false
+			}
+			break // the next top-level entry
 		}
-		l := body[:e]
-		body = body[e+1:]
+		e := strings.IndexByte(body[p:], '\n')
+		if e < 0 {
+			return 0, 0, false // a frontmatter always ends with a newline
+		}
+		l := body[p : p+e]
+		p += e + 1
+		lines++
 		if l == "" {
 			trailing = true
 			continue
 		}
 		if trailing || !fn(l) {
-			return false
+			return 0, 0, false
 		}
 	}
-	return true
+	return p, lines, true
 }
 
 // atomKeys are the keys of an atom in the order aot writes them.
 var atomKeys = ownedKeys[ownAtom]
 
-// quickAtoms decodes the body of the atoms section when every atom is in
-// the layout aot writes; line is the file line of its first line.
-func quickAtoms(body string, line int, lists *arena) ([]Atom, bool) {
+// quickAtoms decodes the body of the atoms section (the text after its
+// "atoms:" line) when every atom is in the layout aot writes; line is the
+// file line of its first line. It returns nil when it cannot, else the atoms
+// and the size and lines of the body (as sectionLines).
+func quickAtoms(body string, line int, lists *arena) ([]Atom, int, int) {
 	const item, field = "  - id: ", "    "
 	atoms := make([]Atom, 0, strings.Count(body, "\n"+item)+1)
 	var a *Atom
@@ -167,7 +182,7 @@ func quickAtoms(body string, line int, lists *arena) ([]Atom, bool) {
 		return a == nil || next > 3
 	}
 	n := line - 1
-	ok := sectionLines(body, func(l string) bool {
+	size, lines, ok := sectionLines(body, func(l string) bool {
 		n++
 		var key, v string
 		switch {
@@ -176,25 +191,25 @@ func quickAtoms(body string, line int, lists *arena) ([]Atom, bool) {
 				return false
 			}
 			atoms = append(atoms, Atom{Line: n})
-			a, next = &atoms[len(atoms)-1], 0
+			a, next = &atoms[len(atoms)-1], 1
 			key, v = "id", l[len(item):]
 		case a != nil && strings.HasPrefix(l, field):
-			c := strings.Index(l, ": ")
-			if c < 0 {
-				return false
+			// The keys come in aot's order: look from the one expected.
+			rest := l[len(field):]
+			for k := next; k < len(atomKeys) && key == ""; k++ {
+				if kk := atomKeys[k]; len(rest) > len(kk)+1 && rest[:len(kk)] == kk && rest[len(kk)] == ':' && rest[len(kk)+1] == ' ' {
+					if next < 4 && k != next {
+						return false // a required key is missing
+					}
+					key, v, next = kk, rest[len(kk)+2:], k+1
+				}
 			}
-			key, v = l[len(field):c], l[c+2:]
+			if key == "" {
+				return false // unknown, repeated or out of order
+			}
 		default:
 			return false
 		}
-		k := next
-		for k < len(atomKeys) && atomKeys[k] != key {
-			k++
-		}
-		if k == len(atomKeys) || next < 4 && k != next {
-			return false // unknown, repeated, out of order, or a required key missing
-		}
-		next = k + 1
 		var ok bool
 		switch key {
 		case "id":
@@ -221,20 +236,20 @@ func quickAtoms(body string, line int, lists *arena) ([]Atom, bool) {
 		return ok
 	})
 	if !ok || !closeAtom() || len(atoms) == 0 {
-		return nil, false
+		return nil, 0, 0
 	}
-	return atoms, true
+	return atoms, size, lines
 }
 
-// quickBindings decodes the body of the bindings section when every binding
-// is in the layout aot writes: "  ID:", its summary, its artifacts.
-func quickBindings(body string, line int, lists *arena) ([]Binding, bool) {
+// quickBindings is quickAtoms for the bindings section: each binding is
+// "  ID:", its summary and its artifacts.
+func quickBindings(body string, line int, lists *arena) ([]Binding, int, int) {
 	bindings := make([]Binding, 0, strings.Count(body, ":\n"))
 	seen := make(map[string]bool, cap(bindings))
 	const summary, artifacts = "    summary: ", "    artifacts: "
 	n := line - 1
 	want := 0 // 0: a key, 1: its summary, 2: its artifacts
-	ok := sectionLines(body, func(l string) bool {
+	size, lines, ok := sectionLines(body, func(l string) bool {
 		n++
 		var ok bool
 		switch want {
@@ -263,9 +278,9 @@ func quickBindings(body string, line int, lists *arena) ([]Binding, bool) {
 		return ok
 	})
 	if !ok || want != 0 || len(bindings) == 0 {
-		return nil, false
+		return nil, 0, 0
 	}
-	return bindings, true
+	return bindings, size, lines
 }
 
 // quickKey reads "  KEY:" of a binding, with a plain or double-quoted key,

@@ -228,7 +228,7 @@ func (st *Store) commit(s *State, data []byte, valid, checkTransitions bool) err
 	if bytes.Equal(out, data) {
 		return nil
 	}
-	return writeAtomic(st.path, out, st.guard, &st.written)
+	return writeAtomic(st.path, [][]byte{out}, st.guard, &st.written)
 }
 
 // Create writes a new state file; it refuses to replace an existing one
@@ -268,7 +268,7 @@ func (st *Store) CreateReplacing(s *State, overwrite bool) (*Replaced, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(st.path, Marshal(s), nil, &st.written); err != nil {
+	if err := writeAtomic(st.path, [][]byte{Marshal(s)}, nil, &st.written); err != nil {
 		return nil, err
 	}
 	return old, nil
@@ -319,10 +319,11 @@ func lockFlag() int {
 	return os.O_CREATE | os.O_RDONLY | oNonblock
 }
 
-// writeAtomic replaces path with data: a temp file in the same directory,
-// fsync, rename over the old file, fsync of the directory. A crash at any
-// moment leaves either the old or the new file, never a mix.
-func writeAtomic(path string, data []byte, guard func() error, written *fs.FileInfo) (err error) {
+// writeAtomic replaces path with the pieces of data, one after the other: a
+// temp file in the same directory, fsync, rename over the old file, fsync of
+// the directory. A crash at any moment leaves either the old or the new
+// file, never a mix.
+func writeAtomic(path string, data [][]byte, guard func() error, written *fs.FileInfo) (err error) {
 	// Write through a symlink: renaming over the link itself would detach
 	// it from the file it points to (seed defect D39).
 	if target, err := filepath.EvalSymlinks(path); err == nil {
@@ -351,8 +352,10 @@ func writeAtomic(path string, data []byte, guard func() error, written *fs.FileI
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	for _, piece := range data {
+		if _, err = f.Write(piece); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
 	}
 	if err = f.Chmod(mode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
