@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
 )
 
 // Pause holds a running loop at atom granularity: nothing new starts, and
@@ -139,7 +138,7 @@ func (e *engine) writePause() error {
 	if err := os.MkdirAll(journal.DirFor(e.opts.StateFile), journal.DirMode); err != nil {
 		return err
 	}
-	return renameio.WriteFile(pausePath(e.opts.StateFile), data, journal.FileMode)
+	return state.WriteFile(pausePath(e.opts.StateFile), data, journal.FileMode)
 }
 
 // clearPause removes a pause marker left by an earlier engine: a new run is

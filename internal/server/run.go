@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aot-loop/aot/internal/journal"
@@ -106,7 +105,7 @@ func (s *Server) start(l *loop, q startRequest) (int, error) {
 	cmd := exec.Command(s.opts.Exe, append([]string{"run", "--state-file", l.stateFile}, args...)...)
 	cmd.Dir = state.ProjectRoot(l.stateFile)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start aot run: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/renameio/v2"
+	"github.com/aot-loop/aot/internal/state"
 )
 
 // DefaultTokenFile is where aot serve keeps its access token.
@@ -54,7 +54,7 @@ func LoadToken(path string, renew bool) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("token file: %w", err)
 	}
-	if err := renameio.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
+	if err := state.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("token file: %w", err)
 	}
 	return t, nil
