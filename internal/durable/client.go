@@ -1,0 +1,286 @@
+package durable
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// The client side: aot run --engine temporal starts (or finds) the loop's
+// workflow and stays attached, keeping the local state file in step with
+// the workflow's; the other local commands find the workflow through a
+// marker beside the journal and talk to it.
+
+// Marker says that a state file's loop runs on Temporal.
+type Marker struct {
+	WorkflowID string    `json:"workflow_id"`
+	RunID      string    `json:"run_id"`
+	Namespace  string    `json:"namespace"`
+	Address    string    `json:"address"`
+	TaskQueue  string    `json:"task_queue"`
+	Repo       string    `json:"repo"`
+	Base       string    `json:"base"`
+	Started    time.Time `json:"started"`
+}
+
+func markerPath(stateFile string) string {
+	return filepath.Join(journal.DirFor(stateFile), "temporal.json")
+}
+
+// ReadMarker returns the marker of stateFile's loop, if it runs on Temporal.
+func ReadMarker(stateFile string) (Marker, bool) {
+	data, err := os.ReadFile(markerPath(stateFile))
+	if err != nil {
+		return Marker{}, false
+	}
+	var m Marker
+	if json.Unmarshal(data, &m) != nil || m.WorkflowID == "" {
+		return Marker{}, false
+	}
+	return m, true
+}
+
+func writeMarker(stateFile string, m Marker) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(journal.DirFor(stateFile), journal.DirMode); err != nil {
+		return err
+	}
+	return state.WriteFile(markerPath(stateFile), data, journal.FileMode)
+}
+
+// ForgetMarker removes the marker once the workflow has ended.
+func ForgetMarker(stateFile string) { _ = os.Remove(markerPath(stateFile)) }
+
+// WorkflowID names the loop of a state file in a repository: one loop is
+// one workflow, whichever clone starts it.
+func WorkflowID(repo, stateFileInRepo string) string {
+	sum := sha256.Sum256([]byte(repo + "\x00" + filepath.ToSlash(stateFileInRepo)))
+	return "aot-" + hex.EncodeToString(sum[:])[:16]
+}
+
+// StartOptions are aot run's for the Temporal engine.
+type StartOptions struct {
+	StateFile     string
+	TaskQueue     string
+	Remote        string // the git remote workers use; default origin
+	Agent         AgentChoice
+	MaxParallel   int
+	MaxIterations int
+	AgentTimeout  time.Duration
+	Address       string // for the marker: where the client connected
+	Namespace     string
+}
+
+// ErrNoRemote: workers on other machines need a git remote to fetch from.
+var ErrNoRemote = errors.New("the Temporal engine needs a git remote the workers can reach")
+
+func git(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// Start starts the loop's workflow, or finds it running (a second aot run
+// reattaches). The integration branch aot/<workflow> is pushed to the
+// remote from the project's HEAD when the loop starts.
+func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, error) {
+	root := state.ProjectRoot(o.StateFile)
+	top, err := git(root, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return Marker{}, false, fmt.Errorf("%w: %s is not in a git repository", ErrNoRemote, root)
+	}
+	remote := o.Remote
+	if remote == "" {
+		remote = "origin"
+	}
+	repo, err := git(top, "remote", "get-url", remote)
+	if err != nil {
+		return Marker{}, false, fmt.Errorf("%w (git remote %q: add one with git remote add %s URL)", ErrNoRemote, remote, remote)
+	}
+	abs, _ := filepath.Abs(o.StateFile)
+	rel, err := filepath.Rel(top, abs)
+	if err != nil {
+		rel = abs
+	}
+	id := WorkflowID(repo, rel)
+	m := Marker{WorkflowID: id, Namespace: o.Namespace, Address: o.Address, TaskQueue: o.TaskQueue, Repo: repo, Base: "aot/" + id}
+	// A running workflow of this loop: attach to it.
+	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil &&
+		d.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		m.RunID = d.WorkflowExecutionInfo.GetExecution().GetRunId()
+		m.Started = d.WorkflowExecutionInfo.GetStartTime().AsTime()
+		return m, true, writeMarker(o.StateFile, m)
+	}
+	data, err := os.ReadFile(o.StateFile)
+	if err != nil {
+		return Marker{}, false, err
+	}
+	s, err := state.Parse(data)
+	if err != nil {
+		return Marker{}, false, err
+	}
+	if missing := s.Missing(); len(missing) > 0 {
+		return Marker{}, false, &engine.NotReadyError{Missing: missing}
+	}
+	head, err := git(top, "rev-parse", "HEAD")
+	if err != nil {
+		return Marker{}, false, fmt.Errorf("the repository needs a commit: %w", err)
+	}
+	if _, err := git(top, "push", "--force", repo, head+":refs/heads/"+m.Base); err != nil {
+		return Marker{}, false, fmt.Errorf("push the integration branch: %w", err)
+	}
+	s.Control.Status = state.ControlRunning
+	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: m.Base, BaseCommit: head, Agent: o.Agent,
+		MaxParallel: o.MaxParallel, MaxIterations: o.MaxIterations, AgentTimeout: o.AgentTimeout}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: o.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, WorkflowName, in)
+	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			m.RunID = started.RunId
+			return m, true, writeMarker(o.StateFile, m)
+		}
+		return Marker{}, false, fmt.Errorf("start the workflow: %w", err)
+	}
+	m.RunID = run.GetRunID()
+	m.Started = time.Now()
+	return m, false, writeMarker(o.StateFile, m)
+}
+
+// Query asks the workflow for its status.
+func Query(ctx context.Context, c client.Client, m Marker) (Status, error) {
+	v, err := c.QueryWorkflow(ctx, m.WorkflowID, "", QueryStatus)
+	if err != nil {
+		return Status{}, err
+	}
+	var st Status
+	if err := v.Get(&st); err != nil {
+		return Status{}, err
+	}
+	return st, nil
+}
+
+// Project writes the workflow's state into the local state file through
+// the store, when it differs.
+func Project(stateFile string, st Status) error {
+	next, err := state.Parse(st.State)
+	if err != nil {
+		return fmt.Errorf("the workflow's state: %w", err)
+	}
+	_, err = state.NewStore(stateFile).Update(func(s *state.State) error {
+		state.CopyInto(s, next)
+		return nil
+	})
+	return err
+}
+
+// Attach keeps the local state file in step with the workflow until it
+// ends (its outcome) or ctx ends (a detach: nil outcome). say gets one line
+// per change a person cares about.
+func Attach(ctx context.Context, c client.Client, m Marker, stateFile string, every time.Duration, say func(string)) (*Outcome, error) {
+	run := c.GetWorkflow(ctx, m.WorkflowID, "")
+	done := make(chan error, 1)
+	var out Outcome
+	go func() { done <- run.Get(ctx, &out) }()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var last []byte
+	lastRunning := ""
+	for {
+		select {
+		case err := <-done:
+			if ctx.Err() != nil {
+				return nil, nil // detached
+			}
+			// The final state, for the local commands.
+			if st, qerr := Query(context.Background(), c, m); qerr == nil {
+				_ = Project(stateFile, st)
+			}
+			if err != nil {
+				if temporal.IsCanceledError(err) {
+					return &Outcome{Reason: string(engine.ManualStop), ExitCode: engine.ManualStop.ExitCode(), Message: "manual stop: the workflow was cancelled"}, nil
+				}
+				return nil, err
+			}
+			return &out, nil
+		case <-ctx.Done():
+			return nil, nil
+		case <-tick.C:
+			st, err := Query(ctx, c, m)
+			if err != nil {
+				continue // the workflow may be between runs (Continue-As-New)
+			}
+			if !bytes.Equal(st.State, last) {
+				if err := Project(stateFile, st); err == nil {
+					last = st.State
+				}
+			}
+			var names []string
+			for _, r := range st.Running {
+				names = append(names, fmt.Sprintf("%s#%d", r.Atom, r.Attempt))
+			}
+			if now := strings.Join(names, ", "); now != lastRunning && say != nil {
+				if now == "" {
+					now = "none"
+				}
+				say("running: " + now)
+				lastRunning = now
+			}
+		}
+	}
+}
+
+// Cancel stops the workflow: its running activities are cancelled (their
+// agents killed by the workers) and it ends as a manual stop.
+func Cancel(ctx context.Context, c client.Client, m Marker, reason string) error {
+	return c.CancelWorkflow(ctx, m.WorkflowID, "")
+}
+
+// Signal sends pause or resume.
+func Signal(ctx context.Context, c client.Client, m Marker, name string, arg any) error {
+	return c.SignalWorkflow(ctx, m.WorkflowID, "", name, arg)
+}
+
+// Redirect sends the change as an Update and waits for the workflow's
+// answer: accepted and applied, or refused with the reason.
+func Redirect(ctx context.Context, c client.Client, m Marker, ch engine.Change) error {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: m.WorkflowID, UpdateName: UpdateRedirect, Args: []any{ch},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return &engine.RefusedError{Err: err}
+	}
+	if err := h.Get(ctx, nil); err != nil {
+		return &engine.RefusedError{Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/log"
+)
+
+// Dial connects to Temporal as the Temporal CLI does: TEMPORAL_ADDRESS
+// (default localhost:7233), TEMPORAL_NAMESPACE (default "default"),
+// TEMPORAL_API_KEY, TEMPORAL_TLS and the TEMPORAL_TLS_* certificate
+// settings, and the profiles of the CLI's TOML file (TEMPORAL_CONFIG_FILE,
+// TEMPORAL_PROFILE).
+func Dial(ctx context.Context) (client.Client, error) {
+	opts, err := envconfig.LoadDefaultClientOptions()
+	if err != nil {
+		return nil, fmt.Errorf("temporal connection settings: %w", err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		addr := opts.HostPort
+		if addr == "" {
+			addr = client.DefaultHostPort
+		}
+		return nil, fmt.Errorf("connect to Temporal at %s (TEMPORAL_ADDRESS): %w", addr, err)
+	}
+	return c, nil
+}
