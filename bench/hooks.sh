@@ -11,7 +11,7 @@
 # tool call, a loop that is not running. Cases that read the state: the
 # owning session's Stop with stop_hook_active (no decision: no progress
 # since the previous stop), its tool call (approved) and its Stop (a block,
-# written through the store, on a fresh copy each run). Each hook
+# written through Store.UpdateControl, on a fresh copy each run). Each hook
 # case runs twice: through `bin/aot hook`, and through bin/aot-hook
 # (cmd/aot-hook: the same answers from a binary that links only the hooks
 # and the state contract; aot plugin install uses it when it is on PATH).
