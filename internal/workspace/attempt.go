@@ -331,6 +331,12 @@ func (m *Manager) owns(a Attempt) bool {
 		strings.HasPrefix(a.Branch, m.attemptRef) && len(a.Branch) > len(m.attemptRef)
 }
 
+// CommitMessage is message with the trailers that name the loop, atom and
+// attempt of a commit, as the local engine's commits carry them.
+func CommitMessage(message, loop, atom string, attempt int) string {
+	return commitMessage(message, loop, Attempt{Atom: atom, Number: attempt})
+}
+
 // commitMessage is message with trailers naming the loop, atom and attempt.
 func commitMessage(message, loop string, a Attempt) string {
 	message = strings.TrimSpace(message)

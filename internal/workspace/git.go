@@ -89,14 +89,25 @@ func exitCode(err error) int {
 	return -1
 }
 
-// runGit runs git with args in dir and returns its standard output. The
+// git runs git with args in dir and returns its standard output. The
 // process runs in its own group, killed as a whole when ctx is done.
 func (m *Manager) git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return runGit(ctx, m.env, dir, args...)
+}
+
+// Git runs git in dir as a Manager does (the loop's identity, no hooks, no
+// prompts, killed with ctx), for git work outside a Manager: the clones of
+// the Temporal workers. A failure is a *GitError.
+func Git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return runGit(ctx, gitEnv(), dir, args...)
+}
+
+func runGit(ctx context.Context, env []string, dir string, args ...string) ([]byte, error) {
 	full := append(append([]string{}, safety...), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	proc.Group(cmd)
 	cmd.Dir = dir
-	cmd.Env = m.env
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

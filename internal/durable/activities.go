@@ -1,0 +1,205 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/workspace"
+)
+
+// Activities are what an aot worker runs for the loop workflows: each agent
+// attempt in a worktree of its own, its work pushed to the atom's branch;
+// the merges of those branches into the integration branch; the base case
+// on the integration branch. Register them with [Activities.Register] (as
+// [RunWorker] does) so they carry the contract's names.
+//
+// A failed attempt is a result (AttemptResult.Kind); an activity error is
+// the infrastructure's: the remote unreachable, the disk full. Errors that
+// no retry can mend (a base commit the remote does not have, a state that
+// does not parse) are non-retryable.
+type Activities struct {
+	// Cache holds one clone per repository, the running activities'
+	// worktrees and the agents' logs. Workers may share it.
+	Cache string
+	// Identity names this worker in the attempts' results; default
+	// pid@host, as Temporal's own.
+	Identity string
+	// NewAgent builds the agent the loop chose for a role; its logs go to
+	// logDir, one file per attempt.
+	NewAgent func(ch AgentChoice, role agent.Role, logDir string) (agent.Agent, error)
+	// Heartbeat is how often a running activity tells Temporal it is alive
+	// (default 5s). Temporal throttles heartbeats to its heartbeat timeout,
+	// and a cancellation reaches the activity with a heartbeat's answer.
+	Heartbeat time.Duration
+}
+
+// DefaultHeartbeat is how often activities heartbeat; a workflow's
+// HeartbeatTimeout must be a few times longer.
+const DefaultHeartbeat = 5 * time.Second
+
+// DefaultIdentity is pid@host, as Temporal names its workers.
+func DefaultIdentity() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%d@%s", os.Getpid(), host)
+}
+
+func (a *Activities) identity() string {
+	if a.Identity != "" {
+		return a.Identity
+	}
+	return DefaultIdentity()
+}
+
+// nonRetryable marks err as one no retry can mend.
+func nonRetryable(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), "aot.NonRetryable", err)
+}
+
+// heartbeat records a heartbeat now and every a.Heartbeat until the
+// returned func is called or ctx ends. Outside an activity (direct calls in
+// tests) it does nothing.
+func (a *Activities) heartbeat(ctx context.Context, what string) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	every := a.Heartbeat
+	if every <= 0 {
+		every = DefaultHeartbeat
+	}
+	activity.RecordHeartbeat(ctx, what)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, what)
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// Attempt runs one agent attempt: a worktree of in.Repo at in.BaseCommit,
+// the agent in it (killed, its process tree with it, when the activity is
+// cancelled or its timeout passes), then, for a worker that succeeded,
+// everything it changed as one commit on in.BaseCommit force-pushed to
+// in.Branch (a retried attempt replaces what a dead worker pushed). The
+// worktree is removed however the attempt ends.
+//
+// In the task, a relative Workdir or StateFile is taken inside the
+// worktree (the project's folder in the repository); an absolute Workdir,
+// which names a folder on the machine that started the loop, is replaced
+// by the worktree's root.
+func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResult, error) {
+	res := AttemptResult{Worker: a.identity()}
+	if a.NewAgent == nil {
+		return res, nonRetryable(errors.New("this worker builds no agents"))
+	}
+	what := fmt.Sprintf("atom %s attempt %d (%s)", in.Task.Atom.ID, in.Task.Attempt, in.Task.Role)
+	stop := a.heartbeat(ctx, what)
+	defer stop()
+
+	c, err := a.openClone(ctx, in.Repo)
+	if err != nil {
+		return res, err
+	}
+	if c.resolve(ctx, in.BaseCommit) == "" {
+		return res, nonRetryable(fmt.Errorf("%s has no commit %s", in.Repo, in.BaseCommit))
+	}
+	wt, err := a.addWorktree(ctx, c, in.BaseCommit)
+	if err != nil {
+		return res, err
+	}
+	defer wt.remove()
+
+	task := in.Task
+	task.Workdir = wt.dir
+	if in.Task.Workdir != "" && !filepath.IsAbs(in.Task.Workdir) {
+		task.Workdir = filepath.Join(wt.dir, filepath.FromSlash(in.Task.Workdir))
+	}
+	if task.StateFile != "" && !filepath.IsAbs(task.StateFile) {
+		task.StateFile = filepath.Join(wt.dir, filepath.FromSlash(task.StateFile))
+	}
+	ag, err := a.NewAgent(in.Agent, task.Role, filepath.Join(a.Cache, "logs", nameFor(in.Loop)))
+	if err != nil {
+		// The loop's choice of agent cannot be built (an unknown backend,
+		// an exec agent without a command): every worker would say so.
+		res.Kind, res.Reason = agent.KindCrash, fmt.Sprintf("worker %s cannot build the %s agent: %v", res.Worker, task.Role, err)
+		return res, nil
+	}
+
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if in.Timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, in.Timeout)
+	}
+	r, err := ag.Run(actx, task)
+	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	if ctx.Err() != nil {
+		// Cancelled by the workflow, or this worker is stopping: Temporal
+		// records the cancellation (or retries the attempt elsewhere).
+		return res, ctx.Err()
+	}
+	res.Result = r
+	if err != nil {
+		res.Kind, res.Reason = agent.KindCrash, err.Error()
+		var ae *agent.AttemptError
+		if errors.As(err, &ae) {
+			if ae.Kind != "" {
+				res.Kind = ae.Kind
+			}
+			res.Result.Usage = ae.Usage
+		}
+		if timedOut {
+			res.Kind = agent.KindTimeout
+			res.Reason = fmt.Sprintf("the agent did not finish within %s: %v", in.Timeout, err)
+		}
+		res.Unknown = !res.Result.Usage.Known
+		return res, nil
+	}
+	res.Unknown = !r.Usage.Known
+	if task.Role != agent.Worker || !r.OK(task.Role) {
+		return res, nil // nothing to keep: an answer, or a worker that said no
+	}
+
+	msg := strings.TrimSpace(r.Summary)
+	if msg == "" {
+		msg = "aot: atom " + task.Atom.ID
+	}
+	msg = workspace.CommitMessage(msg, in.Loop, task.Atom.ID, task.Attempt)
+	commit, files, err := wt.commitAll(ctx, in.BaseCommit, msg)
+	if err != nil {
+		return res, fmt.Errorf("commit the attempt's work: %w", err)
+	}
+	if commit == "" {
+		return res, nil
+	}
+	if in.Branch == "" {
+		return res, nonRetryable(errors.New("no branch to push the attempt's work to"))
+	}
+	if _, err := workspace.Git(ctx, wt.dir, "push", "--quiet", "--no-verify", in.Repo, "+"+commit+":refs/heads/"+in.Branch); err != nil {
+		return res, fmt.Errorf("push %s: %w", in.Branch, err)
+	}
+	res.Commit, res.Files = commit, files
+	return res, nil
+}

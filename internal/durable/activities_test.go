@@ -1,0 +1,514 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/backend"
+)
+
+// hermeticGit keeps the person's and the system's git config out of the
+// test's git processes.
+func hermeticGit(t *testing.T) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", home)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, "gitconfig"))
+}
+
+// gitT runs git as a person would, and returns its trimmed output.
+func gitT(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=Person", "-c", "user.email=p@example.com", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newRemote makes a bare repository whose main branch holds one seed
+// commit with files; it returns the repository and the commit.
+func newRemote(t *testing.T, files map[string]string) (string, string) {
+	t.Helper()
+	hermeticGit(t)
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "remote.git")
+	gitT(t, dir, "init", "-q", "--bare", bare)
+	seed := filepath.Join(dir, "seed")
+	gitT(t, dir, "init", "-q", seed)
+	files["README.md"] = "seed\n"
+	for name, content := range files {
+		writeFile(t, filepath.Join(seed, name), content)
+	}
+	gitT(t, seed, "add", "-A")
+	gitT(t, seed, "commit", "-q", "-m", "seed")
+	gitT(t, seed, "push", "-q", bare, "HEAD:refs/heads/main")
+	return bare, gitT(t, seed, "rev-parse", "HEAD")
+}
+
+func writeFile(t testing.TB, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// execAgents builds the exec agent the loop chose, as aot worker does.
+func execAgents(ch AgentChoice, role agent.Role, logDir string) (agent.Agent, error) {
+	cfg := backend.Config{Spec: backend.Spec{Agent: "exec", Command: ch.Command}}
+	return backend.New(cfg, backend.Env{})
+}
+
+func newActivities(t *testing.T) *Activities {
+	return &Activities{Cache: t.TempDir(), Identity: "test-worker", NewAgent: execAgents, Heartbeat: 10 * time.Millisecond}
+}
+
+// attemptInput is atom's first worker attempt on base, the agent running
+// script.
+func attemptInput(repo, base, atom, script string) AttemptInput {
+	return AttemptInput{
+		Loop: "loop-1", Repo: repo, BaseCommit: base, Branch: "aot/loop-1/" + atom + "-1",
+		Task:  agent.Task{Role: agent.Worker, Atom: agent.AtomRef{ID: atom}, Attempt: 1},
+		Agent: AgentChoice{Agent: "exec", Command: script},
+	}
+}
+
+// branchOf is the commit of branch in repo, "" when it has none.
+func branchOf(t *testing.T, repo, branch string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// noWorktrees fails when the cache holds a worktree or a clone still
+// registers one.
+func noWorktrees(t *testing.T, a *Activities) {
+	t.Helper()
+	if entries, _ := os.ReadDir(filepath.Join(a.Cache, "work")); len(entries) > 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("worktrees left in the cache: %v", names)
+	}
+	repos, _ := filepath.Glob(filepath.Join(a.Cache, "repos", "*", ".git"))
+	for _, r := range repos {
+		if list := gitT(t, filepath.Dir(r), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+			t.Errorf("the clone still registers worktrees:\n%s", list)
+		}
+	}
+}
+
+func TestAttemptPushesTheWorkersCommitToTheAtomsBranch(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	var env testsuite.WorkflowTestSuite
+	ae := env.NewTestActivityEnvironment()
+	a.Register(ae)
+	var mu sync.Mutex
+	beats := 0
+	ae.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) {
+		mu.Lock()
+		beats++
+		mu.Unlock()
+	})
+	in := attemptInput(repo, seed, "A1", `mkdir -p src && echo hello > src/a.txt && sleep 0.2 && echo '{"success": true, "summary": "wrote a"}'`)
+	val, err := ae.ExecuteActivity(AttemptActivity, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res AttemptResult
+	if err := val.Get(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != "" || !res.Result.Success || res.Worker != "test-worker" {
+		t.Fatalf("result: %+v", res)
+	}
+	if got := branchOf(t, repo, in.Branch); got == "" || got != res.Commit {
+		t.Fatalf("branch %s is at %q, the result says %q", in.Branch, got, res.Commit)
+	}
+	if diff := cmp.Diff([]string{"src/a.txt"}, res.Files); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	if got := gitT(t, repo, "show", res.Commit+":src/a.txt"); got != "hello" {
+		t.Errorf("src/a.txt = %q", got)
+	}
+	if got := gitT(t, repo, "rev-parse", res.Commit+"^"); got != seed {
+		t.Errorf("the commit's parent is %s, want the base %s", got, seed)
+	}
+	msg := gitT(t, repo, "log", "-1", "--format=%B", res.Commit)
+	for _, want := range []string{"wrote a", "Aot-Loop: loop-1", "Aot-Atom: A1", "Aot-Attempt: 1"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("commit message lacks %q:\n%s", want, msg)
+		}
+	}
+	mu.Lock()
+	if beats == 0 {
+		t.Error("no heartbeat while the agent ran")
+	}
+	mu.Unlock()
+	noWorktrees(t, a)
+
+	// A second attempt in the same cache fetches instead of cloning, and a
+	// worker that changed nothing pushes nothing.
+	in2 := attemptInput(repo, res.Commit, "A2", `test -f src/a.txt && echo '{"success": true}'`)
+	res2, err := a.Attempt(context.Background(), in2)
+	if err != nil || res2.Kind != "" || res2.Commit != "" || res2.Files != nil {
+		t.Fatalf("no change: %+v, %v", res2, err)
+	}
+	if got := branchOf(t, repo, in2.Branch); got != "" {
+		t.Errorf("nothing changed, yet %s was pushed", in2.Branch)
+	}
+}
+
+func TestAFailedAttemptIsAResultAndPushesNothing(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	for _, tc := range []struct {
+		name, script string
+		kind         agent.Kind
+	}{
+		{"crash", `echo half > half.txt; exit 3`, agent.KindCrash},
+		{"garbage", `echo half > half.txt; echo not json`, agent.KindMalformed},
+		{"reported failure", `echo half > half.txt; echo '{"success": false, "summary": "cannot"}'`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newActivities(t)
+			in := attemptInput(repo, seed, "F", tc.script)
+			in.Branch += "-" + strings.ReplaceAll(tc.name, " ", "-")
+			res, err := a.Attempt(context.Background(), in)
+			if err != nil {
+				t.Fatalf("a failed attempt is a result, not an error: %v", err)
+			}
+			if res.Kind != tc.kind || res.Commit != "" || res.Result.Success {
+				t.Errorf("result: %+v", res)
+			}
+			if tc.kind != "" && res.Reason == "" {
+				t.Error("no reason")
+			}
+			if got := branchOf(t, repo, in.Branch); got != "" {
+				t.Errorf("a failed attempt pushed %s", in.Branch)
+			}
+			noWorktrees(t, a)
+		})
+	}
+}
+
+func TestAttemptTimeoutKillsTheAgent(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	in := attemptInput(repo, seed, "T", `sleep 30`)
+	in.Timeout = 300 * time.Millisecond
+	start := time.Now()
+	res, err := a.Attempt(context.Background(), in)
+	if err != nil || res.Kind != agent.KindTimeout {
+		t.Fatalf("result %+v, error %v", res, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the attempt took %s", d)
+	}
+	noWorktrees(t, a)
+}
+
+func TestCancelledAttemptKillsTheAgentAndRemovesItsWorktree(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	pids := filepath.Join(t.TempDir(), "pids")
+	in := attemptInput(repo, seed, "C", `echo $$ > `+pids+`.tmp; sleep 300 & echo $! >> `+pids+`.tmp; mv `+pids+`.tmp `+pids+`; wait`)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Attempt(ctx, in)
+		done <- err
+	}()
+	var running []int
+	for deadline := time.Now().Add(20 * time.Second); len(running) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never started")
+		}
+		data, _ := os.ReadFile(pids)
+		running = running[:0]
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				running = append(running, pid)
+			}
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("a cancelled attempt returns the cancellation, got %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the attempt did not end when cancelled")
+	}
+	for _, pid := range running {
+		if alive(pid) {
+			t.Errorf("process %d of the agent survived the cancellation", pid)
+		}
+	}
+	noWorktrees(t, a)
+	if got := branchOf(t, repo, in.Branch); got != "" {
+		t.Errorf("a cancelled attempt pushed %s", in.Branch)
+	}
+}
+
+// alive reports whether pid runs (a zombie counts as gone).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc: trust the signal
+	}
+	fields := strings.Fields(string(data))
+	return len(fields) < 3 || fields[2] != "Z"
+}
+
+// pushed runs a worker attempt that writes files and returns its branch.
+func pushed(t *testing.T, a *Activities, repo, base, atom, script string) string {
+	t.Helper()
+	in := attemptInput(repo, base, atom, script+` && echo '{"success": true}'`)
+	res, err := a.Attempt(context.Background(), in)
+	if err != nil || res.Commit == "" {
+		t.Fatalf("attempt %s: %+v, %v", atom, res, err)
+	}
+	return in.Branch
+}
+
+func TestMergesLandInOrderAndAConflictPushesNothing(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{"shared.txt": "one\n"})
+	a := newActivities(t)
+	b1 := pushed(t, a, repo, seed, "A", `echo a > a.txt`)
+	b2 := pushed(t, a, repo, seed, "B", `echo b > b.txt`)
+	b3 := pushed(t, a, repo, seed, "C", `echo c > shared.txt`)
+	b4 := pushed(t, a, repo, seed, "D", `echo d > shared.txt`)
+
+	merge := func(branch, atom string) MergeResult {
+		t.Helper()
+		r, err := a.Merge(context.Background(), MergeInput{Repo: repo, Base: "main", Branch: branch, Atom: atom})
+		if err != nil {
+			t.Fatalf("merge %s: %v", branch, err)
+		}
+		return r
+	}
+	r1 := merge(b1, "A")
+	r2 := merge(b2, "B")
+	if r1.Conflict || r2.Conflict || branchOf(t, repo, "main") != r2.Commit {
+		t.Fatalf("merges: %+v %+v; main at %s", r1, r2, branchOf(t, repo, "main"))
+	}
+	if diff := cmp.Diff([]string{"b.txt"}, r2.Files); diff != "" {
+		t.Errorf("files of the second merge (-want +got):\n%s", diff)
+	}
+	// Each merge is a merge commit whose second parent is the atom's work.
+	if got := gitT(t, repo, "rev-parse", r2.Commit+"^2"); got != branchOf(t, repo, b2) {
+		t.Errorf("second parent %s, want the branch %s", got, b2)
+	}
+	if got := gitT(t, repo, "rev-parse", r2.Commit+"^1"); got != r1.Commit {
+		t.Errorf("first parent %s, want the previous merge %s", got, r1.Commit)
+	}
+	// A Merge retried after its push went through merges nothing again.
+	if again := merge(b2, "B"); again.Conflict || again.Commit != r2.Commit {
+		t.Errorf("merging %s again: %+v", b2, again)
+	}
+
+	r3 := merge(b3, "C")
+	if r3.Conflict {
+		t.Fatalf("C: %+v", r3)
+	}
+	before := branchOf(t, repo, "main")
+	r4 := merge(b4, "D")
+	if !r4.Conflict {
+		t.Fatalf("D changes shared.txt as C did: want a conflict, got %+v", r4)
+	}
+	if diff := cmp.Diff([]string{"shared.txt"}, r4.Files); diff != "" {
+		t.Errorf("conflict files (-want +got):\n%s", diff)
+	}
+	if got := branchOf(t, repo, "main"); got != before {
+		t.Errorf("a conflict moved main from %s to %s", before, got)
+	}
+	log := gitT(t, repo, "log", "--format=%s", "main")
+	for _, atom := range []string{"A", "B", "C"} {
+		if n := strings.Count(log, "aot: merge atom "+atom+"\n") + boolInt(strings.HasSuffix(log, "aot: merge atom "+atom)); n != 1 {
+			t.Errorf("atom %s merged %d times:\n%s", atom, n, log)
+		}
+	}
+	noWorktrees(t, a)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Two workers merging at once: the push that loses the race is merged
+// again on the winner's commit.
+func TestConcurrentMergesFromTwoWorkersBothLand(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	w1, w2 := newActivities(t), newActivities(t)
+	var branches []string
+	for i, w := range []*Activities{w1, w2, w1, w2} {
+		atom := "M" + strconv.Itoa(i)
+		branches = append(branches, pushed(t, w, repo, seed, atom, `echo x > `+atom+`.txt`))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(branches))
+	for i, b := range branches {
+		w := []*Activities{w1, w2}[i%2]
+		wg.Go(func() {
+			_, errs[i] = w.Merge(context.Background(), MergeInput{Repo: repo, Base: "main", Branch: b, Atom: "M" + strconv.Itoa(i)})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("merge %d: %v", i, err)
+		}
+	}
+	tree := strings.Fields(gitT(t, repo, "ls-tree", "--name-only", "main"))
+	for i := range branches {
+		if !slices.Contains(tree, "M"+strconv.Itoa(i)+".txt") {
+			t.Errorf("main lacks M%d.txt: %v", i, tree)
+		}
+	}
+}
+
+const verifyState = `---
+objective:
+  goal: "a.txt exists"
+  base_case:
+    checklist:
+      - item: "a.txt is there"
+        check:
+          type: file
+          value: "a.txt"
+      - item: "it says a"
+        check:
+          type: command
+          value: "grep -q a a.txt"
+%s
+control:
+  status: running
+  iteration: 0
+  stall_count: 0
+  prev_pending_count: -1
+  stop_requested: false
+  stop_reason: null
+  redirect_requested: false
+
+atoms:
+  - id: A
+    description: "write a.txt"
+    status: pending
+    depends_on: []
+
+decompositions: []
+or_groups: {}
+bindings: {}
+trail: []
+---
+`
+
+func TestVerifyRunsTheBaseCaseAtTheCommit(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	b := pushed(t, a, repo, seed, "A", `echo a > a.txt`)
+	done := branchOf(t, repo, b)
+	plain := []byte(strings.Replace(verifyState, "%s\n", "", 1))
+	judged := []byte(strings.Replace(verifyState, "%s", `      - item: "reads well"
+        check:
+          type: quality
+          criteria: "clear"`, 1))
+
+	for _, tc := range []struct {
+		name     string
+		commit   string
+		state    []byte
+		passed   bool
+		failures []string // prefixes
+	}{
+		{"passes at the work", done, plain, true, nil},
+		{"fails at the seed", seed, plain, false, []string{"a.txt is there: ", "it says a: "}},
+		{"a judged check is not passed", done, judged, false, []string{"reads well: "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := a.Verify(context.Background(), VerifyInput{Repo: repo, Commit: tc.commit, State: tc.state})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Passed != tc.passed || len(r.Failures) != len(tc.failures) {
+				t.Fatalf("verdict: %+v", r)
+			}
+			for i, p := range tc.failures {
+				if !strings.HasPrefix(r.Failures[i], p) {
+					t.Errorf("failure %d = %q, want it to start with %q", i, r.Failures[i], p)
+				}
+			}
+			if tc.name == "a judged check is not passed" && !strings.Contains(r.Failures[0], "no judge") {
+				t.Errorf("the failure does not say the worker has no judge: %q", r.Failures[0])
+			}
+		})
+	}
+	if _, err := a.Verify(context.Background(), VerifyInput{Repo: repo, Commit: seed, State: []byte("not a state")}); err == nil {
+		t.Error("a state that does not parse verified")
+	}
+	noWorktrees(t, a)
+}
+
+func TestSweepRemovesWorktreesOfDeadWorkers(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	c, err := a.openClone(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := a.addWorktree(context.Background(), c, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := a.addWorktree(context.Background(), c, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.lock.Unlock() // as when its worker died
+	if n := a.sweep(context.Background()); n != 1 {
+		t.Errorf("sweep removed %d worktrees, want 1", n)
+	}
+	if _, err := os.Stat(dead.dir); err == nil {
+		t.Error("the dead worker's worktree is still there")
+	}
+	if _, err := os.Stat(filepath.Join(live.dir, "README.md")); err != nil {
+		t.Errorf("the running activity's worktree was touched: %v", err)
+	}
+	live.remove()
+	noWorktrees(t, a)
+}
