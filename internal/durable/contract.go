@@ -44,6 +44,15 @@ type LoopInput struct {
 	MaxParallel   int           `json:"max_parallel,omitempty"`
 	MaxIterations int           `json:"max_iterations,omitempty"`
 	AgentTimeout  time.Duration `json:"agent_timeout,omitempty"`
+	// ProjectionQueue is the task queue of the aot run that is attached: the
+	// workflow sends it the state after changes (ProjectionActivity, with a
+	// Status), best effort. Empty: no projection.
+	ProjectionQueue string `json:"projection_queue,omitempty"`
+	// ContinueAfter is how many activities (attempts and merges) one
+	// workflow run finishes before it continues as new (0: 2,000, about
+	// 12,000 history events); the server's suggestion and a history of
+	// 10,000 events also end a run.
+	ContinueAfter int `json:"continue_after,omitempty"`
 	// Carried across Continue-As-New.
 	Carry Carry `json:"carry"`
 }
@@ -64,6 +73,27 @@ type Carry struct {
 	Started   time.Time     `json:"started"`
 	PausedFor time.Duration `json:"paused_for"`
 	Runs      int           `json:"runs"` // how many workflow runs this loop has had
+	// Head is the integration branch's commit when the run ended.
+	Head string `json:"head,omitempty"`
+	// StartIteration is control.iteration when the loop started (for
+	// MaxIterations, a bound on this loop's iterations).
+	StartIteration int       `json:"start_iteration,omitempty"`
+	PausedSince    time.Time `json:"paused_since,omitempty"`
+	PauseKill      bool      `json:"pause_kill,omitempty"`
+	PauseReason    string    `json:"pause_reason,omitempty"`
+}
+
+// PauseRequest is SignalPause's payload: Kill cancels the running attempts
+// (their atoms go back to pending, not charged); otherwise they finish.
+// SignalResume's payload is a ResumeRequest (or nothing).
+type PauseRequest struct {
+	Kill   bool   `json:"kill"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ResumeRequest is SignalResume's payload.
+type ResumeRequest struct {
+	Reason string `json:"reason,omitempty"`
 }
 
 // AttemptInput is one agent run on one atom, in its own worktree at

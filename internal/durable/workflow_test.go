@@ -1,0 +1,534 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// world fakes the workers: attempts, merges and verification answer at
+// once, as the test says, and it records what the workflow asked.
+type world struct {
+	mu       sync.Mutex
+	attempts []AttemptInput
+	merges   []string // atoms, in merge order
+	verifies int
+	projects int
+	head     int
+	// answer decides an attempt; nil: success with a commit.
+	answer func(in AttemptInput) (AttemptResult, error)
+	// conflict decides a merge's conflict; nil: none.
+	conflict func(in MergeInput) bool
+	passed   bool
+}
+
+func newWorld() *world { return &world{passed: true} }
+
+func (w *world) attempt(ctx context.Context, in AttemptInput) (AttemptResult, error) {
+	w.mu.Lock()
+	w.attempts = append(w.attempts, in)
+	answer := w.answer
+	w.mu.Unlock()
+	if answer != nil {
+		return answer(in)
+	}
+	return success(in), nil
+}
+
+func success(in AttemptInput) AttemptResult {
+	return AttemptResult{Result: agent.Result{Success: true, Summary: "did " + in.Task.Atom.ID, Artifacts: []string{in.Task.Atom.ID + ".go"},
+		Usage: agent.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.01}}, Commit: "c-" + in.Branch, Worker: "test"}
+}
+
+func failure(why string) AttemptResult {
+	return AttemptResult{Result: agent.Result{Summary: why}, Worker: "test"}
+}
+
+func (w *world) merge(ctx context.Context, in MergeInput) (MergeResult, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.conflict != nil && w.conflict(in) {
+		return MergeResult{Commit: fmt.Sprintf("head-%d", w.head), Conflict: true}, nil
+	}
+	w.head++
+	w.merges = append(w.merges, in.Atom)
+	return MergeResult{Commit: fmt.Sprintf("head-%d", w.head)}, nil
+}
+
+func (w *world) verify(ctx context.Context, in VerifyInput) (VerifyResult, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.verifies++
+	if w.passed {
+		return VerifyResult{Passed: true}, nil
+	}
+	return VerifyResult{Failures: []string{"tests: go test failed"}}, nil
+}
+
+func (w *world) project(ctx context.Context, st Status) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.projects++
+	return nil
+}
+
+// tried lists the atoms of the attempts, in order.
+func (w *world) tried() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, in := range w.attempts {
+		out = append(out, fmt.Sprintf("%s#%d", in.Task.Atom.ID, in.Task.Attempt))
+	}
+	return out
+}
+
+func (w *world) register(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterWorkflowWithOptions(Loop, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterActivityWithOptions(w.attempt, activity.RegisterOptions{Name: AttemptActivity})
+	env.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: MergeActivity})
+	env.RegisterActivityWithOptions(w.verify, activity.RegisterOptions{Name: VerifyActivity})
+	env.RegisterActivityWithOptions(w.project, activity.RegisterOptions{Name: ProjectionActivity})
+}
+
+// loopState builds a state file's bytes.
+func loopState(c state.Constraints, atoms []state.Atom, edit func(*state.State)) []byte {
+	s := state.New(state.Objective{Goal: "build it", BaseCase: &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: "go test ./..."}}, Constraints: c}, atoms, "build it")
+	s.Control.Status = state.ControlRunning
+	if edit != nil {
+		edit(s)
+	}
+	return state.Marshal(s)
+}
+
+func atom(id string, deps ...string) state.Atom {
+	return state.Atom{ID: id, Description: "do " + id, DependsOn: deps}
+}
+
+type run struct {
+	env *testsuite.TestWorkflowEnvironment
+	w   *world
+}
+
+func newRun(t *testing.T, w *world) *run {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "loop-1", TaskQueue: DefaultTaskQueue})
+	w.register(env)
+	return &run{env: env, w: w}
+}
+
+// execute runs the workflow to its end and returns its outcome.
+func (r *run) execute(t *testing.T, in LoopInput) Outcome {
+	t.Helper()
+	r.env.ExecuteWorkflow(WorkflowName, in)
+	if !r.env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := r.env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	var out Outcome
+	if err := r.env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// final is the state the status query answers after the end.
+func (r *run) final(t *testing.T) (*state.State, Status) {
+	t.Helper()
+	v, err := r.env.QueryWorkflow(QueryStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st Status
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	s, err := state.Parse(st.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, st
+}
+
+func input(data []byte) LoopInput {
+	return LoopInput{State: data, Repo: "git@example.com:r.git", Base: "aot/loop-1", BaseCommit: "head-0"}
+}
+
+func wantReason(t *testing.T, out Outcome, r engine.Reason) {
+	t.Helper()
+	if out.Reason != string(r) || out.ExitCode != r.ExitCode() {
+		t.Fatalf("outcome %+v, want reason %s (exit %d)", out, r, r.ExitCode())
+	}
+}
+
+func TestWorkflowCompletesMergingInDependencyOrder(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	// C is first in the file but depends on both others.
+	out := r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("C", "A", "B"), atom("B", "A"), atom("A")}, nil)))
+	wantReason(t, out, engine.Completed)
+	if diff := cmp.Diff([]string{"A", "B", "C"}, w.merges); diff != "" {
+		t.Errorf("merge order (-want +got):\n%s", diff)
+	}
+	base := map[string]string{}
+	for _, in := range w.attempts {
+		base[in.Task.Atom.ID] = in.BaseCommit
+		if want := "aot/loop-1/" + in.Task.Atom.ID + "-1"; in.Branch != want {
+			t.Errorf("branch %s, want %s", in.Branch, want)
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"A": "head-0", "B": "head-1", "C": "head-2"}, base); diff != "" {
+		t.Errorf("base commits (-want +got):\n%s", diff)
+	}
+	// Only the dependencies' bindings go to an agent.
+	last := w.attempts[2].Task
+	if got := sortedKeys(last.Bindings); !slices.Equal(got, []string{"A", "B"}) || last.Bindings["A"].Summary != "did A" {
+		t.Errorf("C's bindings: %+v", last.Bindings)
+	}
+	s, st := r.final(t)
+	for _, a := range s.Atoms {
+		if a.Status != state.StatusResolved {
+			t.Errorf("%s is %s", a.ID, a.Status)
+		}
+	}
+	if s.Control.Status != state.ControlCompleted || !st.Done || st.Outcome == nil || st.Usage.InputTokens != 30 {
+		t.Errorf("final status: control %s, done %t, outcome %v, usage %+v", s.Control.Status, st.Done, st.Outcome, st.Usage)
+	}
+	if b := s.Binding("B"); b == nil || b.Summary != "did B" || !slices.Equal(b.Artifacts, []string{"B.go"}) {
+		t.Errorf("B's binding: %+v", b)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+func TestWorkflowRetriesAFailedAttempt(t *testing.T) {
+	w := newWorld()
+	w.answer = func(in AttemptInput) (AttemptResult, error) {
+		if in.Task.Attempt == 1 {
+			return failure("tests fail"), nil
+		}
+		return success(in), nil
+	}
+	r := newRun(t, w)
+	out := r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil)))
+	wantReason(t, out, engine.Completed)
+	if diff := cmp.Diff([]string{"A#1", "A#2"}, w.tried()); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	if lf := w.attempts[1].Task.LastFailure; !strings.Contains(lf, "tests fail") {
+		t.Errorf("the retry's last failure: %q", lf)
+	}
+	s, _ := r.final(t)
+	if a := s.Atom("A"); a.Attempts != 1 || a.LastFailure != "" || a.Status != state.StatusResolved {
+		t.Errorf("A: %+v", a)
+	}
+}
+
+func TestWorkflowMergeConflictRetriesOnTheNewHead(t *testing.T) {
+	w := newWorld()
+	w.conflict = func(in MergeInput) bool { return in.Branch == "aot/loop-1/B-1" }
+	r := newRun(t, w)
+	out := r.execute(t, input(loopState(state.Constraints{MaxParallelAgents: 2}, []state.Atom{atom("A"), atom("B")}, nil)))
+	wantReason(t, out, engine.Completed)
+	var b2 AttemptInput
+	for _, in := range w.attempts {
+		if in.Branch == "aot/loop-1/B-2" {
+			b2 = in
+		}
+	}
+	if b2.BaseCommit != "head-1" || !strings.Contains(b2.Task.LastFailure, "merge conflict") {
+		t.Errorf("B's second attempt: base %q, last failure %q", b2.BaseCommit, b2.Task.LastFailure)
+	}
+}
+
+func TestWorkflowMaxAttemptsStops(t *testing.T) {
+	w := newWorld()
+	w.passed = false
+	w.answer = func(in AttemptInput) (AttemptResult, error) { return failure("no way"), nil }
+	r := newRun(t, w)
+	out := r.execute(t, input(loopState(state.Constraints{MaxAttemptsPerAtom: 3, MaxStallCount: 10}, []state.Atom{atom("A")}, nil)))
+	wantReason(t, out, engine.MaxAttempts)
+	if !strings.Contains(out.Message, "A failed 3 times") || !strings.Contains(out.Message, "the base case fails") {
+		t.Errorf("message: %s", out.Message)
+	}
+	s, _ := r.final(t)
+	if a := s.Atom("A"); a.Attempts != 3 || s.Control.Status != state.ControlStopped {
+		t.Errorf("A: %+v, control %+v", a, s.Control)
+	}
+}
+
+func orState(c state.Constraints) []byte {
+	return loopState(c, []state.Atom{
+		{ID: "X1", Description: "the first way", ORGroup: "way"},
+		{ID: "X2", Description: "the second way", ORGroup: "way"},
+		atom("D", "X1"),
+	}, func(s *state.State) {
+		s.ORGroups = []state.ORGroup{{Name: "way", Choices: []string{"X1", "X2"}, Selected: "X1", Failed: []string{}}}
+	})
+}
+
+func TestWorkflowORGroupBacktracks(t *testing.T) {
+	w := newWorld()
+	w.answer = func(in AttemptInput) (AttemptResult, error) {
+		if in.Task.Atom.ID == "X1" {
+			return failure("X1 cannot work"), nil
+		}
+		return success(in), nil
+	}
+	r := newRun(t, w)
+	out := r.execute(t, input(orState(state.Constraints{})))
+	wantReason(t, out, engine.Completed)
+	if diff := cmp.Diff([]string{"X1#1", "X2#1", "D#1"}, w.tried()); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	s, _ := r.final(t)
+	g := s.ORGroup("way")
+	if g.Selected != "X2" || !slices.Equal(g.Failed, []string{"X1"}) {
+		t.Errorf("group: %+v", g)
+	}
+	if len(s.Trail) != 1 || s.Trail[0].Selected != "X2" || !strings.Contains(s.Trail[0].Reason, "X1 failed") {
+		t.Errorf("trail: %+v", s.Trail)
+	}
+}
+
+func TestWorkflowORGroupExhausted(t *testing.T) {
+	w := newWorld()
+	w.passed = false
+	w.answer = func(in AttemptInput) (AttemptResult, error) { return failure("nope"), nil }
+	r := newRun(t, w)
+	out := r.execute(t, input(orState(state.Constraints{MaxAttemptsPerAtom: 2})))
+	wantReason(t, out, engine.ORExhausted)
+	if diff := cmp.Diff([]string{"X1#1", "X2#1", "X2#2"}, w.tried()); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+}
+
+func TestWorkflowMaxIterations(t *testing.T) {
+	w := newWorld()
+	w.passed = false
+	w.answer = func(in AttemptInput) (AttemptResult, error) { return failure("no"), nil }
+	r := newRun(t, w)
+	out := r.execute(t, input(loopState(state.Constraints{MaxIterations: 3, MaxStallCount: 10, MaxAttemptsPerAtom: 10}, []state.Atom{atom("A"), atom("B")}, nil)))
+	wantReason(t, out, engine.MaxIterations)
+	s, _ := r.final(t)
+	// A sweep is one attempt of each executable atom.
+	if s.Control.Iteration != 3 || len(w.attempts) != 6 {
+		t.Errorf("iterations %d, attempts %v", s.Control.Iteration, w.tried())
+	}
+}
+
+func TestWorkflowStall(t *testing.T) {
+	w := newWorld()
+	w.passed = false
+	w.answer = func(in AttemptInput) (AttemptResult, error) {
+		if in.Task.Atom.ID == "A" {
+			return success(in), nil
+		}
+		return failure("no"), nil
+	}
+	r := newRun(t, w)
+	out := r.execute(t, input(loopState(state.Constraints{MaxIterations: 20, MaxStallCount: 2, MaxAttemptsPerAtom: 10}, []state.Atom{atom("A"), atom("B")}, nil)))
+	wantReason(t, out, engine.Stalled)
+	s, _ := r.final(t)
+	// The first sweep resolved A (progress); the next two did nothing.
+	if s.Control.Iteration != 3 || s.Control.StallCount != 2 {
+		t.Errorf("control: %+v", s.Control)
+	}
+}
+
+func TestWorkflowCrashesAreNotStalls(t *testing.T) {
+	w := newWorld()
+	w.answer = func(in AttemptInput) (AttemptResult, error) {
+		if in.Task.Attempt < 4 {
+			return AttemptResult{Kind: agent.KindCrash, Reason: "exit status 2", Unknown: true}, nil
+		}
+		return success(in), nil
+	}
+	r := newRun(t, w)
+	out := r.execute(t, input(loopState(state.Constraints{MaxStallCount: 2}, []state.Atom{atom("A")}, nil)))
+	wantReason(t, out, engine.Completed)
+	if _, st := r.final(t); st.Iteration != 4 {
+		t.Errorf("iterations %d, want 4", st.Iteration)
+	}
+}
+
+// slowAttempts makes every attempt take d on the workflow's clock.
+func slowAttempts(r *run, d time.Duration, answer func(in AttemptInput) AttemptResult) {
+	r.env.OnActivity(AttemptActivity, mock.Anything, mock.Anything).After(d).Return(func(ctx context.Context, in AttemptInput) (AttemptResult, error) {
+		r.w.mu.Lock()
+		r.w.attempts = append(r.w.attempts, in)
+		r.w.mu.Unlock()
+		return answer(in), nil
+	})
+}
+
+func TestWorkflowMaxWallTime(t *testing.T) {
+	w := newWorld()
+	w.passed = false
+	r := newRun(t, w)
+	slowAttempts(r, 20*time.Minute, func(in AttemptInput) AttemptResult { return failure("no") })
+	out := r.execute(t, input(loopState(state.Constraints{MaxWallTime: "1h", MaxStallCount: 100, MaxIterations: 100, MaxAttemptsPerAtom: 100}, []state.Atom{atom("A")}, nil)))
+	wantReason(t, out, engine.Budget)
+	// Two attempts finished; the third was running at the hour and cancelled.
+	if !strings.Contains(out.Message, "max_wall_time 1h") || len(w.attempts) != 2 {
+		t.Errorf("message %q after %d attempts", out.Message, len(w.attempts))
+	}
+}
+
+func TestWorkflowPauseResume(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	slowAttempts(r, 10*time.Minute, success)
+	starts := map[string]time.Time{}
+	r.env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name == AttemptActivity {
+			var in AttemptInput
+			_ = args.Get(&in)
+			starts[in.Task.Atom.ID] = r.env.Now()
+		}
+	})
+	t0 := r.env.Now()
+	var paused Status
+	r.env.RegisterDelayedCallback(func() { r.env.SignalWorkflow(SignalPause, PauseRequest{Reason: "lunch"}) }, 5*time.Minute)
+	r.env.RegisterDelayedCallback(func() {
+		v, err := r.env.QueryWorkflow(QueryStatus)
+		if err == nil {
+			_ = v.Get(&paused)
+		}
+	}, 30*time.Minute)
+	r.env.RegisterDelayedCallback(func() { r.env.SignalWorkflow(SignalResume, ResumeRequest{}) }, time.Hour)
+	out := r.execute(t, input(loopState(state.Constraints{MaxWallTime: "50m"}, []state.Atom{atom("A"), atom("B", "A")}, nil)))
+	wantReason(t, out, engine.Completed)
+	// A ran through the pause; B waited for the resume. The paused hour is
+	// not charged to max_wall_time.
+	if got := starts["B"].Sub(t0); got < time.Hour {
+		t.Errorf("B started %s after the start, before the resume", got)
+	}
+	if !paused.Paused || len(paused.Running) != 0 {
+		t.Errorf("status while paused: paused %t, running %v", paused.Paused, paused.Running)
+	}
+}
+
+func TestWorkflowPauseKill(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	slowAttempts(r, 10*time.Minute, success)
+	cancelled := 0
+	r.env.SetOnActivityCanceledListener(func(info *activity.Info) { cancelled++ })
+	r.env.RegisterDelayedCallback(func() { r.env.SignalWorkflow(SignalPause, PauseRequest{Kill: true}) }, 5*time.Minute)
+	r.env.RegisterDelayedCallback(func() { r.env.SignalWorkflow(SignalResume, nil) }, time.Hour)
+	out := r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil)))
+	wantReason(t, out, engine.Completed)
+	if diff := cmp.Diff([]string{"A#1", "A#1"}, w.tried()); diff != "" || cancelled != 1 {
+		t.Errorf("attempts (-want +got):\n%s; %d cancelled", diff, cancelled)
+	}
+	s, _ := r.final(t)
+	if a := s.Atom("A"); a.Attempts != 0 {
+		t.Errorf("a killed attempt was charged: %+v", a)
+	}
+}
+
+func TestWorkflowRedirectAddsAnAtom(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	slowAttempts(r, 10*time.Minute, success)
+	var accepted bool
+	var done error = errors.New("not completed")
+	r.env.RegisterDelayedCallback(func() {
+		r.env.UpdateWorkflow(UpdateRedirect, "u1", &testsuite.TestUpdateCallback{
+			OnAccept:   func() { accepted = true },
+			OnReject:   func(err error) { t.Errorf("refused: %v", err) },
+			OnComplete: func(_ any, err error) { done = err },
+		}, engine.Change{Reason: "one more", AddAtoms: []state.Atom{atom("D", "A")}})
+	}, 5*time.Minute)
+	out := r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil)))
+	wantReason(t, out, engine.Completed)
+	if !accepted || done != nil {
+		t.Errorf("accepted %t, completed with %v", accepted, done)
+	}
+	if diff := cmp.Diff([]string{"A#1", "D#1"}, w.tried()); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	s, _ := r.final(t)
+	if len(s.Corrections) != 1 || s.Corrections[0].Type != "dag_adjustment" {
+		t.Errorf("corrections: %+v", s.Corrections)
+	}
+}
+
+func TestWorkflowRedirectRefused(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	slowAttempts(r, 10*time.Minute, success)
+	var refused error
+	var before, after []byte
+	query := func(into *[]byte) {
+		v, err := r.env.QueryWorkflow(QueryStatus)
+		var st Status
+		if err == nil && v.Get(&st) == nil {
+			*into = st.State
+		}
+	}
+	r.env.RegisterDelayedCallback(func() {
+		query(&before)
+		r.env.UpdateWorkflow(UpdateRedirect, "u1", &testsuite.TestUpdateCallback{
+			OnAccept:   func() { t.Error("accepted") },
+			OnReject:   func(err error) { refused = err },
+			OnComplete: func(any, error) {},
+		}, engine.Change{Reason: "bad", AddAtoms: []state.Atom{atom("D", "nowhere")}})
+		query(&after)
+	}, 5*time.Minute)
+	out := r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil)))
+	wantReason(t, out, engine.Completed)
+	if refused == nil || !strings.Contains(refused.Error(), "nowhere") {
+		t.Errorf("refusal: %v", refused)
+	}
+	if len(before) == 0 || string(before) != string(after) {
+		t.Errorf("the state changed on a refused redirect:\n%s\n---\n%s", before, after)
+	}
+}
+
+func TestWorkflowCancelIsAManualStop(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	slowAttempts(r, time.Hour, success)
+	cancelled := 0
+	r.env.SetOnActivityCanceledListener(func(info *activity.Info) { cancelled++ })
+	r.env.RegisterDelayedCallback(r.env.CancelWorkflow, 10*time.Minute)
+	out := r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A"), atom("B")}, nil)))
+	wantReason(t, out, engine.ManualStop)
+	if cancelled != 2 {
+		t.Errorf("%d attempts cancelled, want 2", cancelled)
+	}
+	s, _ := r.final(t)
+	if s.Control.Status != state.ControlStopped || s.Atom("A").Status != state.StatusPending {
+		t.Errorf("control %+v, A %+v", s.Control, s.Atom("A"))
+	}
+}
