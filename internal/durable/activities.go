@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/workspace"
@@ -41,6 +42,13 @@ type Activities struct {
 	// (default 5s). Temporal throttles heartbeats to its heartbeat timeout,
 	// and a cancellation reaches the activity with a heartbeat's answer.
 	Heartbeat time.Duration
+}
+
+// Register registers the activities under the contract's names.
+func (a *Activities) Register(r worker.ActivityRegistry) {
+	r.RegisterActivityWithOptions(a.Attempt, activity.RegisterOptions{Name: AttemptActivity})
+	r.RegisterActivityWithOptions(a.Merge, activity.RegisterOptions{Name: MergeActivity})
+	r.RegisterActivityWithOptions(a.Verify, activity.RegisterOptions{Name: VerifyActivity})
 }
 
 // DefaultHeartbeat is how often activities heartbeat; a workflow's
