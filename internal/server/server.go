@@ -105,7 +105,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.addr = tcp.String()
 	s.addrMu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
+	s.addrMu.Lock()
 	s.watch = cancel
+	s.addrMu.Unlock()
 	// The views are brought up to date before the first request.
 	for _, l := range s.reg.all() {
 		s.pollLoop(l)
@@ -116,8 +118,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	go func() { defer wg.Done(); s.watchLoops(ctx) }()
 	go func() { defer wg.Done(); s.keepViews(ctx) }()
 	go func() { wg.Wait(); close(s.done) }()
+	s.addrMu.Lock()
 	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	err := s.http.Serve(ln)
+	hs := s.http
+	s.addrMu.Unlock()
+	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -126,14 +131,17 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops serving; the loops it started go on running.
 func (s *Server) Shutdown(ctx context.Context) error {
-	if s.watch != nil {
-		s.watch()
+	s.addrMu.Lock()
+	stop, hs := s.watch, s.http
+	s.addrMu.Unlock()
+	if stop != nil {
+		stop()
 		<-s.done
 	}
-	if s.http == nil {
+	if hs == nil {
 		return nil
 	}
-	return s.http.Shutdown(ctx)
+	return hs.Shutdown(ctx)
 }
 
 // URL is the address to open, with the token.
