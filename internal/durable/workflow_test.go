@@ -34,7 +34,7 @@ type world struct {
 	attempts []AttemptInput
 	merges   []string // atoms, in merge order
 	verifies int
-	projects int
+	projected []Status
 	head     int
 	// answer decides an attempt; nil: success with a commit.
 	answer func(in AttemptInput) (AttemptResult, error)
@@ -89,7 +89,7 @@ func (w *world) verify(ctx context.Context, in VerifyInput) (VerifyResult, error
 func (w *world) project(ctx context.Context, st Status) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.projects++
+	w.projected = append(w.projected, st)
 	return nil
 }
 
@@ -530,5 +530,33 @@ func TestWorkflowCancelIsAManualStop(t *testing.T) {
 	s, _ := r.final(t)
 	if s.Control.Status != state.ControlStopped || s.Atom("A").Status != state.StatusPending {
 		t.Errorf("control %+v, A %+v", s.Control, s.Atom("A"))
+	}
+}
+
+func TestWorkflowProjectsTheState(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	slowAttempts(r, 10*time.Minute, success)
+	var queues []string
+	r.env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name == ProjectionActivity {
+			queues = append(queues, info.TaskQueue)
+		}
+	})
+	in := input(loopState(state.Constraints{}, []state.Atom{atom("A"), atom("B", "A")}, nil))
+	in.ProjectionQueue = "aot-client-1"
+	wantReason(t, r.execute(t, in), engine.Completed)
+	if len(w.projected) < 3 {
+		t.Fatalf("%d projections", len(w.projected))
+	}
+	last := w.projected[len(w.projected)-1]
+	s, err := state.Parse(last.State)
+	if err != nil || !last.Done || s.Control.Status != state.ControlCompleted {
+		t.Errorf("the last projection: done %t, state %v (%v)", last.Done, s, err)
+	}
+	for _, q := range queues {
+		if q != "aot-client-1" {
+			t.Errorf("projection on task queue %q", q)
+		}
 	}
 }

@@ -1,0 +1,141 @@
+package durable
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// runToEnd runs the loop through its continuations, each run in a new test
+// environment (the test environment does not continue by itself), and
+// returns the last run's outcome and the inputs of the continued runs.
+func runToEnd(t *testing.T, w *world, in LoopInput) (Outcome, *run, []LoopInput) {
+	t.Helper()
+	var continued []LoopInput
+	for runs := 0; runs < 1000; runs++ {
+		r := newRun(t, w)
+		// A busy machine (CI, two cores) may not run a workflow task on
+		// 10,000 atoms within the default second.
+		r.env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
+		r.env.ExecuteWorkflow(WorkflowName, in)
+		if !r.env.IsWorkflowCompleted() {
+			t.Fatalf("run %d did not complete", runs)
+		}
+		err := r.env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) {
+			var next LoopInput
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+				t.Fatal(err)
+			}
+			continued = append(continued, next)
+			in = next
+			continue
+		}
+		if err != nil {
+			t.Fatalf("run %d: %v", runs, err)
+		}
+		var out Outcome
+		if err := r.env.GetWorkflowResult(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out, r, continued
+	}
+	t.Fatal("the loop never ended")
+	return Outcome{}, nil, nil
+}
+
+func TestWorkflowContinuesAsNew(t *testing.T) {
+	w := newWorld()
+	w.answer = func(in AttemptInput) (AttemptResult, error) {
+		if in.Task.Atom.ID == "B" && in.Task.Attempt == 1 {
+			return failure("not yet"), nil
+		}
+		return success(in), nil
+	}
+	in := input(loopState(state.Constraints{MaxParallelAgents: 1}, []state.Atom{atom("A"), atom("B", "A"), atom("C", "B"), atom("D", "C"), atom("E", "D")}, nil))
+	in.ContinueAfter = 3
+	out, r, continued := runToEnd(t, w, in)
+	wantReason(t, out, engine.Completed)
+	if len(continued) < 2 {
+		t.Fatalf("%d continuations, want 2 or more", len(continued))
+	}
+	for i, next := range continued {
+		c := next.Carry
+		if c.Runs != i+1 || c.Started.IsZero() || c.Head == "" || c.Usage.InputTokens == 0 {
+			t.Errorf("carry %d: %+v", i, c)
+		}
+		s, err := state.Parse(next.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range s.Atoms {
+			if a.Status == state.StatusInProgress {
+				t.Errorf("run %d continued with %s in progress", i, a.ID)
+			}
+		}
+	}
+	// B's failure is remembered across runs; failures cost nothing here.
+	s, st := r.final(t)
+	if a := s.Atom("B"); a.Attempts != 1 || a.Status != state.StatusResolved {
+		t.Errorf("B: %+v", a)
+	}
+	if st.Usage.InputTokens != 50 {
+		t.Errorf("usage across runs: %+v", st.Usage)
+	}
+	if diff := fmt.Sprint(w.merges); diff != "[A B C D E]" {
+		t.Errorf("merges %s", diff)
+	}
+}
+
+// layered is a layered DAG: each atom depends on up to three atoms of the
+// previous layer.
+func layered(layers, width int) []state.Atom {
+	atoms := make([]state.Atom, 0, layers*width)
+	for l := range layers {
+		for i := range width {
+			a := atom(fmt.Sprintf("L%dN%d", l, i))
+			if l > 0 {
+				for k := range min(3, width) {
+					a.DependsOn = append(a.DependsOn, fmt.Sprintf("L%dN%d", l-1, (i+k*7)%width))
+				}
+			}
+			atoms = append(atoms, a)
+		}
+	}
+	return atoms
+}
+
+func TestWorkflowTenThousandAtoms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 atoms")
+	}
+	w := newWorld()
+	in := input(loopState(state.Constraints{MaxParallelAgents: 8, MaxIterations: 100000}, layered(100, 100), nil))
+	start := time.Now()
+	out, r, continued := runToEnd(t, w, in)
+	wantReason(t, out, engine.Completed)
+	s, _ := r.final(t)
+	if u := countUnresolved(s); u != 0 || len(w.merges) != 10000 {
+		t.Errorf("%d unresolved, %d merges", u, len(w.merges))
+	}
+	t.Logf("10,000 atoms: %d workflow runs, %s", len(continued)+1, time.Since(start).Round(time.Millisecond))
+}
+
+func countUnresolved(s *state.State) int {
+	n := 0
+	for _, a := range s.Atoms {
+		if a.Status != state.StatusResolved {
+			n++
+		}
+	}
+	return n
+}
