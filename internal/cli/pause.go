@@ -86,9 +86,9 @@ func pauseRun(opts *pauseOptions) error {
 	reason := strings.TrimSpace(opts.Reason)
 	if handled, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
 		if opts.Resume {
-			return durable.Signal(ctx, c, m, durable.SignalResume, durable.PauseSignal{Reason: reason})
+			return durable.Signal(ctx, c, m, durable.SignalResume, durable.ResumeRequest{Reason: reason})
 		}
-		return durable.Signal(ctx, c, m, durable.SignalPause, durable.PauseSignal{Kill: opts.Kill, Reason: reason})
+		return durable.Signal(ctx, c, m, durable.SignalPause, durable.PauseRequest{Kill: opts.Kill, Reason: reason})
 	}); handled {
 		if err != nil {
 			return err

@@ -174,9 +174,3 @@ type Outcome struct {
 	ExitCode int    `json:"exit_code"`
 	Message  string `json:"message"`
 }
-
-// PauseSignal is the payload of SignalPause and SignalResume.
-type PauseSignal struct {
-	Kill   bool   `json:"kill,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
