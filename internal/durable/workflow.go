@@ -206,6 +206,7 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 			return l.stop(ctx), nil
 		}
 		if out, done := l.bounds(ctx); done {
+			l.landMerges(ctx, true)
 			return l.finish(ctx, l.giveUp(ctx, out)), nil
 		}
 		if l.reshape {
@@ -369,6 +370,7 @@ func (l *loop) shouldContinue(ctx workflow.Context) bool {
 // cancelled with it, the state records the stop.
 func (l *loop) stop(ctx workflow.Context) Outcome {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	l.landMerges(dctx, false)
 	for _, seq := range l.seqs() {
 		t := l.tasks[seq]
 		l.kill(t, "manual stop")
@@ -377,6 +379,21 @@ func (l *loop) stop(ctx workflow.Context) Outcome {
 		}
 	}
 	return l.finish(dctx, outcomeOf(engine.ManualStop, "manual stop: the workflow was cancelled (aot stop)"))
+}
+
+// landMerges finishes the merges a stop finds under way, so that the state
+// says what the integration branch holds: the merge in flight always, the
+// queued ones too unless a person stopped the loop.
+func (l *loop) landMerges(ctx workflow.Context, queued bool) {
+	for {
+		if l.mergeF == nil && queued {
+			l.startMerge(ctx)
+		}
+		if l.mergeF == nil {
+			return
+		}
+		l.mergeEnded(ctx)
+	}
 }
 
 // finish records how the loop ended in the state, as the engine's finish.

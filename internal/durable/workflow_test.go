@@ -560,3 +560,25 @@ func TestWorkflowProjectsTheState(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkflowBudgetLandsTheMergesUnderWay(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	slowAttempts(r, 10*time.Minute, success) // 15 tokens each
+	out := r.execute(t, input(loopState(state.Constraints{MaxParallelAgents: 2, MaxTokens: 20}, []state.Atom{atom("A"), atom("B"), atom("C", "A")}, nil)))
+	wantReason(t, out, engine.Budget)
+	if !strings.Contains(out.Message, "30 tokens spent") {
+		t.Errorf("message: %s", out.Message)
+	}
+	// Both finished attempts were merged before the stop, and the state
+	// says so; C never started.
+	s, _ := r.final(t)
+	if diff := cmp.Diff([]string{"A", "B"}, w.merges); diff != "" {
+		t.Errorf("merges (-want +got):\n%s", diff)
+	}
+	for id, want := range map[string]string{"A": state.StatusResolved, "B": state.StatusResolved, "C": state.StatusPending} {
+		if got := s.Atom(id).Status; got != want {
+			t.Errorf("%s is %s, want %s", id, got, want)
+		}
+	}
+}
