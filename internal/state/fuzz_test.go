@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzParse checks the promises the rest of aot builds on: Parse never
-// panics; where the fast scanner reads a file, the YAML library reads it the
+// panics; the quick reader reads every file as Parse does; where the fast scanner reads a file, the YAML library reads it the
 // same; an unchanged state is written back byte for byte; and after a
 // one-field change Marshal writes a file that parses, and that reads as the
 // changed state whenever the original read was free of contract errors.
@@ -30,6 +30,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(miniState))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkQuick(t, data) // the hooks' reader reads it as Parse does
 		s, err := Parse(data)
 		if err != nil {
 			return
