@@ -505,3 +505,49 @@ echo '{"success": true, "summary": "done"}'`)
 		t.Fatalf("calls = %s, stalls = %d", got, len(events(t, path, journal.Stall)))
 	}
 }
+
+func TestSweepsRedoingBrokenWorkAreNotChargedToMaxIterations(t *testing.T) {
+	// C's first success breaks A's work; B needs A and C, D needs B. The
+	// sweep that redoes A is repair: with max_iterations 1 the loop still
+	// gets to D and completes.
+	path := project(t, []state.Atom{
+		{ID: "A", Description: "make A", DependsOn: []string{}},
+		{ID: "C", Description: "make C", DependsOn: []string{}},
+		{ID: "B", Description: "make B", DependsOn: []string{"A", "C"}},
+		{ID: "D", Description: "make D", DependsOn: []string{"B"}},
+	}, func(s *state.State) {
+		s.Objective.Constraints.MaxIterations = 1
+		s.Objective.BaseCase = &state.BaseCase{HasChecklist: true, Checklist: []state.ChecklistItem{
+			{Item: "A", Check: &state.Check{Type: state.CheckCommand, Value: "grep -q good A.ok"}},
+			{Item: "C", Check: &state.Check{Type: state.CheckFile, Value: "C.ok"}},
+			{Item: "B", Check: &state.Check{Type: state.CheckFile, Value: "B.ok"}},
+			{Item: "D", Check: &state.Check{Type: state.CheckFile, Value: "D.ok"}},
+		}}
+	})
+	dir := ProjectRoot(path)
+	ag := execAgent(dir, `
+[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
+case "$AOT_ATOM_ID" in
+A) echo good > A.ok ;;
+C) touch C.ok; [ ! -f broke ] && { touch broke; echo bad > A.ok; } ;;
+B) grep -q good A.ok || { echo '{"success": false, "summary": "A does not work"}'; exit 0; }; touch B.ok ;;
+D) touch D.ok ;;
+esac
+echo '{"success": true, "summary": "done"}'`)
+	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
+	if out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	repairs := 0
+	for _, ev := range events(t, path, journal.Iteration) {
+		if r, _ := ev.Data["repair"].(bool); r {
+			repairs++
+		}
+	}
+	if repairs == 0 || out.Iterations-repairs > 1 {
+		t.Fatalf("%d iterations, %d of them repair", out.Iterations, repairs)
+	}
+	if out.Iterations <= 1 {
+		t.Fatalf("only %d iterations: the test needs more than max_iterations to mean anything", out.Iterations)
+	}
+}

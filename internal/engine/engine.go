@@ -155,7 +155,11 @@ type engine struct {
 	stamp       fileStamp
 	lastWritten *state.State   // what the engine last wrote to the state file
 	reopens     map[string]int // atom -> times a failing check reopened it in this run
-	infra       bool           // the failure being recorded was a crash, timeout or garbage
+	// Repair sweeps (sweep.go): sweeps spent redoing work a check found
+	// broken are not charged to max_iterations.
+	sweepRepair bool // an atom was reopened in this sweep
+	repairs     int  // repair sweeps in this run
+	infra       bool // the failure being recorded was a crash, timeout or garbage
 	// sweepReported: an agent reported a failure in this sweep (not only
 	// crashes, timeouts or garbage); only such a sweep can be a stall.
 	sweepReported bool
@@ -634,11 +638,15 @@ func (e *engine) bounds() (Outcome, bool) {
 	}
 	var out Outcome
 	switch {
-	case e.maxIter > 0 && e.s.Control.Iteration >= e.maxIter:
+	case e.maxIter > 0 && e.s.Control.Iteration-e.repairs >= e.maxIter:
+		repairs := ""
+		if e.repairs > 0 {
+			repairs = fmt.Sprintf(" (and %s redoing work a check found broken, not counted)", plural(e.repairs, "more iteration"))
+		}
 		if e.opts.MaxIterations > 0 {
-			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d iterations done in this run (--max-iterations %d)", e.s.Control.Iteration-e.startIter, e.opts.MaxIterations))
+			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d iterations done in this run (--max-iterations %d)%s", e.s.Control.Iteration-e.startIter-e.repairs, e.opts.MaxIterations, repairs))
 		} else {
-			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d of %d iterations done; raise the bound with aot redirect --reason R --max-iterations N, or run N more with aot run --max-iterations N", e.s.Control.Iteration, e.maxIter))
+			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d of %d iterations done%s; raise the bound with aot redirect --reason R --max-iterations N, or run N more with aot run --max-iterations N", e.s.Control.Iteration-e.repairs, e.maxIter, repairs))
 		}
 	case c.MaxStallCount > 0 && e.s.Control.StallCount >= c.MaxStallCount:
 		out = e.outcome(Stalled, fmt.Sprintf("stall: %d sweeps in a row without progress (%d unresolved); aot run starts a new stall window, aot redirect --reason R --max-stall N raises the bound", e.s.Control.StallCount, e.unresolvedCount()))

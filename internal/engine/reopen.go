@@ -70,6 +70,7 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 				continue // reopened often enough: the stop will name the check
 			}
 			e.reopens[a.ID]++
+			e.sweepRepair = true
 			why := fmt.Sprintf("the base case check %q fails after this atom was resolved: %s", item, ev)
 			e.s.DeleteBinding(a.ID)
 			delete(e.bindIdx, a.ID)

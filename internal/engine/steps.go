@@ -434,7 +434,12 @@ func (e *engine) endIteration() string {
 	c.PrevPendingCount = u
 	e.expanded = false
 	e.dirty = true
-	e.event(journal.Event{Type: journal.Iteration, Iteration: c.Iteration, Reason: kind, Data: map[string]any{"unresolved": u, "unresolved_before": prev, "stall_count": c.StallCount, "attempted": len(e.attempted)}})
+	data := map[string]any{"unresolved": u, "unresolved_before": prev, "stall_count": c.StallCount, "attempted": len(e.attempted)}
+	if e.repairSweep() {
+		e.repairs++
+		data["repair"] = true
+	}
+	e.event(journal.Event{Type: journal.Iteration, Iteration: c.Iteration, Reason: kind, Data: data})
 	if kind == "stall" {
 		e.event(journal.Event{Type: journal.Stall, Iteration: c.Iteration, Data: map[string]any{"stall_count": c.StallCount, "unresolved": u}})
 		e.say("iteration %d: no progress (stall %d of %d)", c.Iteration, c.StallCount, max)

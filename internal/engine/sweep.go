@@ -23,6 +23,7 @@ import (
 // newSweep starts a sweep: every atom that is executable now (ready,
 // running, or waiting out a backoff) must get an attempt before it ends.
 func (e *engine) newSweep() {
+	e.sweepRepair = false
 	e.attempted = map[string]bool{}
 	e.unattempted = map[string]bool{}
 	e.sweepReported = false
@@ -238,3 +239,25 @@ func exhaustedGroup(s *state.State) string {
 
 // workerRole reports whether a finished task was a worker attempt.
 func workerRole(r agent.Role) bool { return r == agent.Worker }
+
+// repairSweep says whether the sweep that ends redid work a check found
+// broken: an atom was reopened in it, or every atom it attempted had been
+// reopened in this run. Such a sweep is not charged to max_iterations. The
+// loop still halts: an atom is reopened at most max_attempts_per_atom
+// times in a run, and each of its failures is charged an attempt, so the
+// attempts on reopened atoms, and with them the repair sweeps, are
+// bounded.
+func (e *engine) repairSweep() bool {
+	if e.sweepRepair {
+		return true
+	}
+	if len(e.attempted) == 0 {
+		return false
+	}
+	for id := range e.attempted {
+		if e.reopens[id] == 0 {
+			return false
+		}
+	}
+	return true
+}
