@@ -139,3 +139,35 @@ func countUnresolved(s *state.State) int {
 	}
 	return n
 }
+
+func TestWorkflowContinuesAsNewWhilePaused(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	slowAttempts(r, 10*time.Minute, success)
+	r.env.RegisterDelayedCallback(func() { r.env.SignalWorkflow(SignalPause, PauseRequest{Reason: "lunch"}) }, 5*time.Minute)
+	in := input(loopState(state.Constraints{MaxWallTime: "1h"}, []state.Atom{atom("A"), atom("B", "A")}, nil))
+	in.ContinueAfter = 2 // A's attempt and its merge
+	r.env.ExecuteWorkflow(WorkflowName, in)
+	var can *workflow.ContinueAsNewError
+	if !errors.As(r.env.GetWorkflowError(), &can) {
+		t.Fatalf("want a continuation, got %v", r.env.GetWorkflowError())
+	}
+	var next LoopInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if c := next.Carry; !c.Paused || c.PauseReason != "lunch" || c.PausedSince.IsZero() {
+		t.Fatalf("carry: %+v", c)
+	}
+	// The next run starts paused: B waits for the resume, two hours later,
+	// which max_wall_time does not charge.
+	r2 := newRun(t, w)
+	slowAttempts(r2, 10*time.Minute, success)
+	r2.env.SetStartTime(r.env.Now())
+	next.ContinueAfter = 0
+	r2.env.RegisterDelayedCallback(func() { r2.env.SignalWorkflow(SignalResume, ResumeRequest{}) }, 2*time.Hour)
+	wantReason(t, r2.execute(t, next), engine.Completed)
+	if diff := fmt.Sprint(w.merges); diff != "[A B]" {
+		t.Errorf("merges %s", diff)
+	}
+}

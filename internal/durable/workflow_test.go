@@ -472,3 +472,32 @@ func TestWorkflowCostBudget(t *testing.T) {
 		t.Errorf("%d attempts: %s", len(w.attempts), out.Message)
 	}
 }
+
+func TestWorkflowDecomposedParentResolvesWithItsChildren(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	data := loopState(state.Constraints{}, []state.Atom{atom("P"), atom("K1"), atom("K2", "K1"), atom("Z", "P")}, func(s *state.State) {
+		s.Decompositions = []state.Decomposition{{Parent: "P", Children: []string{"K1", "K2"}, Reason: "too big"}}
+	})
+	wantReason(t, r.execute(t, input(data)), engine.Completed)
+	// The parent is never run: it resolves when its children have, and
+	// then what depends on it runs.
+	if diff := cmp.Diff([]string{"K1#1", "K2#1", "Z#1"}, w.tried()); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	s, _ := r.final(t)
+	if b := s.Binding("P"); s.Atom("P").Status != state.StatusResolved || b == nil || !strings.Contains(b.Summary, "K2") {
+		t.Errorf("P: %+v, binding %+v", s.Atom("P"), b)
+	}
+}
+
+func TestWorkflowBaseCaseFailsWithNothingLeft(t *testing.T) {
+	w := newWorld()
+	w.passed = false
+	r := newRun(t, w)
+	out := r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil)))
+	wantReason(t, out, engine.Stalled)
+	if !strings.Contains(out.Message, "tests: go test failed") || w.verifies != 1 {
+		t.Errorf("after %d verifications: %s", w.verifies, out.Message)
+	}
+}
