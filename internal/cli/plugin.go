@@ -51,10 +51,11 @@ after-agent|before-tool". Both keep every other setting and hook; installing
 again replaces only aot's own hooks. With --codex or --gemini and no DIR,
 the Claude Code plugin is not written.
 
-The hooks run "aot-hook" when it is on PATH at install time (built and
-installed beside aot: the same answers as aot hook, a faster start, which
-matters since PreToolUse runs on every tool call), else "aot hook"; --aot-bin
-PATH names another aot or aot-hook binary.
+The hooks run "aot-hook" when it is on PATH at install time, or by its path
+when it sits beside the aot that installs (make build builds both: the same
+answers as aot hook, a faster start, which matters since PreToolUse runs on
+every tool call), else "aot hook"; --aot-bin PATH names another aot or
+aot-hook binary.
 
 JSON: {success, claude?: {dir, files: [{path, action}]}, codex?: {path,
 action}, gemini?: {path, action}, notes: [sentence]}; action is written,
@@ -89,7 +90,7 @@ func newCmdPluginInstall(d *deps, g *globalOptions, runF func(*pluginInstallOpti
 			if opts.Dir == "" && flagChanged(cmd.Flags(), "force") {
 				return usagef("--force applies to the Claude Code plugin's DIR only")
 			}
-			aot, err := resolveAotBin(aotBin)
+			aot, err := resolveAotBin(aotBin, os.Executable)
 			if err != nil {
 				return err
 			}
@@ -111,10 +112,17 @@ func newCmdPluginInstall(d *deps, g *globalOptions, runF func(*pluginInstallOpti
 // resolveAotBin keeps a bare name (looked up on PATH when a hook runs) and
 // makes a path absolute, since hooks run in whatever directory the session
 // is in. A path must name an executable file.
-func resolveAotBin(bin string) (string, error) {
+func resolveAotBin(bin string, executable func() (string, error)) (string, error) {
 	if bin == "" {
 		if _, err := exec.LookPath("aot-hook"); err == nil {
 			return "aot-hook", nil
+		}
+		// make build puts aot-hook beside aot: use it by its path.
+		if exe, err := executable(); err == nil {
+			beside := filepath.Join(filepath.Dir(exe), "aot-hook")
+			if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return beside, nil
+			}
 		}
 		return "aot", nil
 	}

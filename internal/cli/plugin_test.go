@@ -47,3 +47,21 @@ func TestPluginValidatesWithClaudeCode(t *testing.T) {
 		}
 	}
 }
+
+func TestThePluginRunsTheAotHookBesideAot(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"aot", "aot-hook"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", t.TempDir()) // no aot-hook on PATH
+	exe := func() (string, error) { return filepath.Join(dir, "aot"), nil }
+	if got, err := resolveAotBin("", exe); err != nil || got != filepath.Join(dir, "aot-hook") {
+		t.Errorf("beside aot: %q %v", got, err)
+	}
+	os.Remove(filepath.Join(dir, "aot-hook"))
+	if got, _ := resolveAotBin("", exe); got != "aot" {
+		t.Errorf("without aot-hook: %q", got)
+	}
+}
