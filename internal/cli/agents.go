@@ -58,15 +58,8 @@ func buildAgents(stateFile string, ch agentChoice) (agent.Agent, backend.Config,
 			return nil, cfg, usagef("--agent-command is required for the exec agent (or set AOT_AGENT_COMMAND, or command: in %s)", backend.PathFor(stateFile))
 		}
 	}
-	logDir := history.LogDir(stateFile)
 	env := backend.Env{
-		Log: func(t agent.Task) (io.WriteCloser, error) {
-			if err := os.MkdirAll(logDir, journal.DirMode); err != nil {
-				return nil, err
-			}
-			name := history.LogName(t.Atom.ID, string(t.Role), t.Attempt)
-			return os.OpenFile(filepath.Join(logDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, journal.FileMode)
-		},
+		Log:     attemptLogs(history.LogDir(stateFile)),
 		Prompts: prompt.Renderer{Dir: filepath.Join(filepath.Dir(stateFile), prompt.OverrideDir)},
 		Getenv:  os.Getenv,
 	}
@@ -75,6 +68,18 @@ func buildAgents(stateFile string, ch agentChoice) (agent.Agent, backend.Config,
 		return nil, cfg, usagef("%v", err)
 	}
 	return a, cfg, nil
+}
+
+// attemptLogs opens each attempt's log in logDir, one file per atom, role
+// and attempt.
+func attemptLogs(logDir string) func(t agent.Task) (io.WriteCloser, error) {
+	return func(t agent.Task) (io.WriteCloser, error) {
+		if err := os.MkdirAll(logDir, journal.DirMode); err != nil {
+			return nil, err
+		}
+		name := history.LogName(t.Atom.ID, string(t.Role), t.Attempt)
+		return os.OpenFile(filepath.Join(logDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, journal.FileMode)
+	}
 }
 
 // agentsDoc is each role's agent in one phrase, for the journal and status.

@@ -199,6 +199,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 		newCmdDemo(d, g, nil),
 		newCmdPlugin(d, g),
 		newCmdServe(d, g, nil),
+		newCmdWorker(d, g, nil),
 	} {
 		c.GroupID = "loop"
 		root.AddCommand(c)

@@ -1,0 +1,101 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/aot-loop/aot/internal/agent"
+)
+
+// WorkerOptions configure [RunWorker].
+type WorkerOptions struct {
+	Client    client.Client
+	TaskQueue string // default DefaultTaskQueue
+	// CacheDir holds the clones, worktrees and agent logs (see Activities).
+	CacheDir string
+	// Identity names the worker in Temporal and in the attempts' results;
+	// default pid@host.
+	Identity string
+	// NewAgent builds the agents (see Activities.NewAgent).
+	NewAgent func(ch AgentChoice, role agent.Role, logDir string) (agent.Agent, error)
+	// MaxActivities is how many attempts, merges and verifications run at
+	// once on this worker (default 4).
+	MaxActivities int
+	// Grace is how long a stopping worker lets its running activities
+	// finish before their contexts are cancelled (agents killed, worktrees
+	// removed; Temporal retries them on another worker). Default 10s.
+	Grace time.Duration
+	// Heartbeat: see Activities.Heartbeat.
+	Heartbeat time.Duration
+	// Started, when set, is called once the worker polls.
+	Started func()
+}
+
+// Default worker settings.
+const (
+	DefaultMaxActivities = 4
+	DefaultGrace         = 10 * time.Second
+)
+
+// RunWorker polls the task queue for the loop workflow's tasks and the
+// activities until ctx ends; then it stops polling, lets running
+// activities finish for o.Grace, cancels what is left, and returns nil.
+// Worktrees left in the cache by a worker that died are removed first.
+func RunWorker(ctx context.Context, o WorkerOptions) error {
+	if o.Client == nil {
+		return errors.New("worker: no Temporal client")
+	}
+	if o.CacheDir == "" {
+		return errors.New("worker: no cache folder")
+	}
+	if o.TaskQueue == "" {
+		o.TaskQueue = DefaultTaskQueue
+	}
+	if o.Identity == "" {
+		o.Identity = DefaultIdentity()
+	}
+	if o.MaxActivities <= 0 {
+		o.MaxActivities = DefaultMaxActivities
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	acts := &Activities{Cache: o.CacheDir, Identity: o.Identity, NewAgent: o.NewAgent, Heartbeat: o.Heartbeat}
+	acts.sweep(ctx)
+
+	w := worker.New(o.Client, o.TaskQueue, worker.Options{
+		Identity:                           o.Identity,
+		MaxConcurrentActivityExecutionSize: o.MaxActivities,
+		WorkerStopTimeout:                  o.Grace,
+	})
+	RegisterWorkflow(w)
+	acts.Register(w)
+	if err := w.Start(); err != nil {
+		return err
+	}
+	if o.Started != nil {
+		o.Started()
+	}
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// Where names the Temporal service and namespace Dial connects to, for
+// the line a worker prints.
+func Where() (address, namespace string) {
+	o, _ := envconfig.LoadDefaultClientOptions()
+	address, namespace = o.HostPort, o.Namespace
+	if address == "" {
+		address = client.DefaultHostPort
+	}
+	if namespace == "" {
+		namespace = client.DefaultNamespace
+	}
+	return address, namespace
+}
