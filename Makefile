@@ -1,7 +1,7 @@
 # The commands the README promises. GOTOOLCHAIN=local: build with the installed Go.
 export GOTOOLCHAIN := local
 
-.PHONY: build test demo agent-clis
+.PHONY: build test demo agent-clis temporal-cli
 
 build:
 	go build -o bin/aot ./cmd/aot
@@ -11,6 +11,12 @@ build:
 # (scripts/agent-clis.sh; a cached install is kept).
 agent-clis:
 	scripts/agent-clis.sh
+
+# The Temporal CLI whose dev server the Temporal integration tests start,
+# pinned, built with go install (scripts/temporal-cli.sh; a cached build is
+# kept). Without it those tests skip, unless AOT_REQUIRE_TEMPORAL=1.
+temporal-cli:
+	scripts/temporal-cli.sh
 
 # Everything CI checks: vet, the Windows build, and all tests with the race
 # detector (they drive the real agent CLIs, installed first).
