@@ -57,7 +57,12 @@ func (m *Manager) Create(ctx context.Context, a Attempt) error {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	// -B: a branch of the same name can only be a leftover of a crashed run.
-	if _, err := m.git(ctx, m.intPath, "worktree", "add", "-q", "-B", a.Branch, a.Path, head); err != nil {
+	// One add at a time: two git processes creating branches and worktrees
+	// in one repository at once can fail on each other's locks.
+	m.addMu.Lock()
+	_, err := m.git(ctx, m.intPath, "worktree", "add", "-q", "-B", a.Branch, a.Path, head)
+	m.addMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("workspace: create %s: %w", a.Branch, err)
 	}
 	m.protect.removeFrom(a.Path)

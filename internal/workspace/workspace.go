@@ -92,6 +92,7 @@ type Manager struct {
 	protect    protected
 
 	mu       sync.Mutex
+	addMu    sync.Mutex // serializes git worktree add
 	started  bool
 	start    startPoint
 	head     string            // the integration branch's commit
