@@ -444,21 +444,26 @@ func (l *loop) attemptOptions() workflow.ActivityOptions {
 		StartToCloseTimeout: l.agentTimeout() + attemptMargin,
 		HeartbeatTimeout:    attemptHeartbeat,
 		WaitForCancellation: true,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 10 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 3},
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 3},
 	}
 }
 
+// mergeOptions and verifyOptions: the activities heartbeat too, so that a
+// dead worker's merge or verification is retried elsewhere within
+// attemptHeartbeat, not after its whole timeout.
 func mergeOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 5 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5},
+		HeartbeatTimeout:    attemptHeartbeat,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5},
 	}
 }
 
 func (l *loop) verifyOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: l.agentTimeout() + attemptMargin,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 10 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 3},
+		HeartbeatTimeout:    attemptHeartbeat,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 3},
 	}
 }
 
