@@ -107,7 +107,7 @@ func git(dir string, args ...string) (string, error) {
 }
 
 // Start starts the loop's workflow, or finds it running (a second aot run
-// reattaches). The integration branch aot/<workflow> is pushed to the
+// reattaches). The integration branch aot/<workflow>/integration is pushed to the
 // remote from the project's HEAD when the loop starts.
 func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, error) {
 	root := state.ProjectRoot(o.StateFile)
@@ -129,7 +129,7 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 		rel = abs
 	}
 	id := WorkflowID(repo, rel)
-	m := Marker{WorkflowID: id, Namespace: o.Namespace, Address: o.Address, TaskQueue: o.TaskQueue, Repo: repo, Base: "aot/" + id}
+	m := Marker{WorkflowID: id, Namespace: o.Namespace, Address: o.Address, TaskQueue: o.TaskQueue, Repo: repo, Base: "aot/" + id + "/integration"}
 	// A running workflow of this loop: attach to it.
 	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil &&
 		d.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
