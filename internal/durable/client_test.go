@@ -1,0 +1,174 @@
+package durable
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// The client side of aot run --engine temporal against a real dev server
+// and two workers: start, detach, reattach, the local state file kept in
+// step, and a stop mid-run.
+
+// clientProject is a clone of repo holding the four-atom loop's state file
+// (committed, so the workers see the same project).
+func clientProject(t *testing.T, repo string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "work")
+	gitT(t, filepath.Dir(dir), "clone", "-q", repo, dir)
+	s, err := state.Parse(fourAtoms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Control.Status = state.ControlPending
+	sf := filepath.Join(dir, ".claude", "aot-loop-state.md")
+	s.Objective.BackgroundIntent, s.Objective.Deliverables, s.Objective.DefinitionOfDone = "b", "d", "c"
+	if err := state.NewStore(sf).Create(s, false); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "the loop")
+	return sf
+}
+
+func TestAotRunOnTemporalDetachesReattachesAndProjects(t *testing.T) {
+	addr := devServer(t)
+	repo, _ := newRemote(t, map[string]string{})
+	const queue = "client"
+	inProcessWorker(t, addr, queue, "w1")
+	inProcessWorker(t, addr, queue, "w2")
+	c := dialDev(t, addr)
+	sf := clientProject(t, repo)
+	// The agents wait for a file in the test's folder until it exists.
+	gate := filepath.Join(t.TempDir(), "go")
+	opts := StartOptions{StateFile: sf, TaskQueue: queue, Agent: AgentChoice{Agent: "exec",
+		Command: writesItsFile(`i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; `)},
+		AgentTimeout: 2 * time.Minute}
+
+	m, attached, err := Start(context.Background(), c, opts)
+	if err != nil || attached {
+		t.Fatalf("Start: %+v %v %v", m, attached, err)
+	}
+	if !strings.HasPrefix(m.WorkflowID, "aot-") || m.Base != "aot/"+m.WorkflowID+"/integration" {
+		t.Errorf("marker %+v", m)
+	}
+	if got, ok := ReadMarker(sf); !ok || got.WorkflowID != m.WorkflowID {
+		t.Fatalf("marker on disk: %+v %v", got, ok)
+	}
+	// Attached until the workers run A and B, then Ctrl-C: a detach.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for ctx.Err() == nil {
+			if st, err := Query(ctx, c, m); err == nil && len(st.Running) == 2 {
+				cancel()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	out, err := Attach(ctx, c, m, sf, 100*time.Millisecond, nil)
+	if err != nil || out != nil {
+		t.Fatalf("detach: %+v %v", out, err)
+	}
+	// The loop goes on without the client; a second start reattaches.
+	m2, attached, err := Start(context.Background(), c, opts)
+	if err != nil || !attached || m2.WorkflowID != m.WorkflowID {
+		t.Fatalf("reattach: %+v %v %v", m2, attached, err)
+	}
+	os.WriteFile(gate, nil, 0o644)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel2()
+	out, err = Attach(ctx2, c, m2, sf, 100*time.Millisecond, nil)
+	if err != nil || out == nil || out.Reason != string(engine.Completed) {
+		t.Fatalf("outcome %+v %v", out, err)
+	}
+	// The local state file says what the workflow did.
+	s, err := state.NewStore(sf).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Control.Status != state.ControlCompleted {
+		t.Errorf("local status %s", s.Control.Status)
+	}
+	for _, a := range s.Atoms {
+		if a.Status != state.StatusResolved || s.Binding(a.ID) == nil {
+			t.Errorf("local atom %s: %s", a.ID, a.Status)
+		}
+	}
+	// Every atom's work is on the integration branch, merged once.
+	subjects := strings.Split(gitT(t, repo, "log", "--format=%s", m.Base), "\n")
+	for _, atom := range []string{"A", "B", "C", "D"} {
+		n := 0
+		for _, s := range subjects {
+			if s == "aot: merge atom "+atom {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("atom %s merged %d times:\n%s", atom, n, strings.Join(subjects, "\n"))
+		}
+	}
+}
+
+func TestAotStopCancelsATemporalLoopMidRun(t *testing.T) {
+	addr := devServer(t)
+	repo, _ := newRemote(t, map[string]string{})
+	const queue = "client-stop"
+	inProcessWorker(t, addr, queue, "w1")
+	c := dialDev(t, addr)
+	sf := clientProject(t, repo)
+	pidDir := t.TempDir()
+	opts := StartOptions{StateFile: sf, TaskQueue: queue, AgentTimeout: 2 * time.Minute,
+		Agent: AgentChoice{Agent: "exec", Command: `echo $$ > ` + pidDir + `/$AOT_ATOM_ID.pid; exec sleep 120`}}
+	m, _, err := Start(context.Background(), c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if st, err := Query(ctx, c, m); err == nil && len(st.Running) > 0 {
+				stopped <- Cancel(ctx, c, m, "enough")
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	out, err := Attach(ctx, c, m, sf, 100*time.Millisecond, nil)
+	if err != nil || out == nil || out.Reason != string(engine.ManualStop) {
+		t.Fatalf("outcome %+v %v", out, err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	// The agents' processes are gone: the workers killed them.
+	pids, _ := filepath.Glob(filepath.Join(pidDir, "*.pid"))
+	if len(pids) == 0 {
+		t.Fatal("no agent ran")
+	}
+	for _, p := range pids {
+		data, _ := os.ReadFile(p)
+		pid := strings.TrimSpace(string(data))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat("/proc/" + pid); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("agent %s (pid %s) still alive after the stop", filepath.Base(p), pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	s, _ := state.NewStore(sf).Read()
+	if s == nil || s.Control.Status != state.ControlStopped {
+		t.Errorf("local state after the stop: %+v", s)
+	}
+}
