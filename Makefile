@@ -14,13 +14,14 @@ agent-clis:
 
 # The Temporal CLI whose dev server the Temporal integration tests start,
 # pinned, built with go install (scripts/temporal-cli.sh; a cached build is
-# kept). Without it those tests skip, unless AOT_REQUIRE_TEMPORAL=1.
+# kept; the first one takes about 8 minutes).
 temporal-cli:
 	scripts/temporal-cli.sh
 
 # Everything CI checks: vet, the Windows build, and all tests with the race
-# detector (they drive the real agent CLIs, installed first).
-test: agent-clis
+# detector (they drive the real agent CLIs and a Temporal dev server,
+# installed first; a test that cannot find them fails, never skips).
+test: agent-clis temporal-cli
 	go vet ./...
 	GOOS=windows go build ./...
-	go test -race -timeout 20m ./...
+	AOT_REQUIRE_TEMPORAL=1 go test -race -timeout 20m ./...
