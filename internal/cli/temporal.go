@@ -69,6 +69,7 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 			verdict = opts.IO.status("completed")
 		}
 		fmt.Fprintf(opts.IO.Out, "%s (%s): %s\n", verdict, out.Reason, out.Message)
+		fmt.Fprintf(opts.IO.Out, "the merged work is on branch %s of %s: git fetch %s %s && git merge FETCH_HEAD takes it\n", m.Base, m.Repo, opts.Remote, m.Base)
 	}
 	if out.ExitCode != 0 {
 		return reported(out.ExitCode)
