@@ -45,11 +45,9 @@ func writesItsFile(hold string) string {
 	return hold + `echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`
 }
 
-// integration is the loop's integration branch in these tests. Not
-// aot/<id> as aot run names it: git cannot hold that branch beside the
-// attempts' aot/<id>/<atom>-<n> (a ref cannot be both a branch and a
-// folder of branches).
-func integration(id string) string { return "integration/" + id }
+// integration is the loop's integration branch, named as aot run names
+// it (beside the attempts' aot/<id>/<atom>-<n>).
+func integration(id string) string { return "aot/" + id + "/integration" }
 
 // startLoop starts the four-atom loop on repo's integration branch.
 func startLoop(t *testing.T, c client.Client, queue, repo, seed, command string) client.WorkflowRun {
