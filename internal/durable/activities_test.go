@@ -23,7 +23,7 @@ import (
 
 // hermeticGit keeps the person's and the system's git config out of the
 // test's git processes.
-func hermeticGit(t *testing.T) {
+func hermeticGit(t testing.TB) {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -46,7 +46,7 @@ func gitT(t testing.TB, dir string, args ...string) string {
 
 // newRemote makes a bare repository whose main branch holds one seed
 // commit with files; it returns the repository and the commit.
-func newRemote(t *testing.T, files map[string]string) (string, string) {
+func newRemote(t testing.TB, files map[string]string) (string, string) {
 	t.Helper()
 	hermeticGit(t)
 	dir := t.TempDir()

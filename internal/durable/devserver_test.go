@@ -48,7 +48,7 @@ func temporalCLI() string {
 }
 
 // freePort is a TCP port nobody listens on now.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -66,7 +66,7 @@ func quietLogger() log.Logger {
 // devServer starts a Temporal dev server on a free port with a database
 // of its own, waits until it answers, and stops it when the test ends. It
 // returns the server's address. Call it before anything changes HOME.
-func devServer(t *testing.T) string {
+func devServer(t testing.TB) string {
 	t.Helper()
 	bin := temporalCLI()
 	if bin == "" {
