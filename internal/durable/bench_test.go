@@ -67,7 +67,6 @@ func BenchmarkLoopLocalEngine(b *testing.B) {
 	}
 }
 
-
 func BenchmarkLoopTemporal(b *testing.B) {
 	for _, workers := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
