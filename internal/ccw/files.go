@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/aot-loop/aot/internal/journal"
@@ -113,34 +112,11 @@ func (f files) replace(path string, data []byte) error {
 // atomic replaces path with data: a temp file in the same folder, fsync,
 // rename, fsync of the folder. A crash at any moment leaves the old file
 // or the new one.
-func (f files) atomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("ccw: write %s: %w", path, err)
+func (f files) atomic(path string, data []byte) error {
+	if err := state.WriteFileRenaming(path, data, journal.FileMode, f.rename); err != nil {
+		return fmt.Errorf("ccw: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("ccw: write %s: %w", path, err)
-	}
-	if err = tmp.Chmod(journal.FileMode); err != nil {
-		return fmt.Errorf("ccw: write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("ccw: write %s: fsync: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("ccw: write %s: %w", path, err)
-	}
-	if err = f.rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("ccw: write %s: %w", path, err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // logLine is the head every line of changes.log and debug.log starts
@@ -368,21 +344,4 @@ func outputName(item string) string {
 		}
 	}
 	return string(b) + ".out"
-}
-
-// syncDir makes a rename in dir durable. Windows cannot fsync a folder,
-// and its renames need it less.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("ccw: sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("ccw: sync %s: %w", dir, err)
-	}
-	return nil
 }

@@ -12,7 +12,13 @@ import (
 // A reader sees the old file or the new one, never a part; a crash leaves
 // one of them. For the small files beside the state (pause marker, tokens,
 // views); the state file itself goes through Store.
-func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return WriteFileRenaming(path, data, perm, os.Rename)
+}
+
+// WriteFileRenaming is WriteFile with the rename step given (tests make it
+// fail to prove that a failed write leaves the old file).
+func WriteFileRenaming(path string, data []byte, perm fs.FileMode, rename func(oldpath, newpath string) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -37,7 +43,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = os.Rename(tmp, path); err != nil {
+	if err = rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return syncDir(dir)
