@@ -124,19 +124,6 @@ func TestLoopOnTwoWorkers(t *testing.T) {
 	t.Logf("the loop took %s", time.Since(start).Round(time.Millisecond))
 }
 
-// TestWorkerProcess is the worker of TestKilledWorkersAttemptIsFinishedByAnother,
-// run in a process of its own so it can be killed.
-func TestWorkerProcess(t *testing.T) {
-	addr := os.Getenv("AOT_TEST_WORKER_ADDRESS")
-	if addr == "" {
-		t.Skip("run by TestKilledWorkersAttemptIsFinishedByAnother")
-	}
-	c := dialDev(t, addr)
-	err := RunWorker(context.Background(), WorkerOptions{Client: c, TaskQueue: os.Getenv("AOT_TEST_WORKER_QUEUE"),
-		CacheDir: os.Getenv("AOT_TEST_WORKER_CACHE"), Identity: "doomed", NewAgent: execAgents, Heartbeat: time.Second})
-	t.Fatalf("the worker returned: %v", err)
-}
-
 func TestKilledWorkersAttemptIsFinishedByAnother(t *testing.T) {
 	addr := devServer(t)
 	repo, seed := newRemote(t, map[string]string{})
@@ -146,7 +133,7 @@ func TestKilledWorkersAttemptIsFinishedByAnother(t *testing.T) {
 	// other attempt (A's retry included) writes its file at once.
 	hold := fmt.Sprintf(`if [ "$AOT_ATOM_ID" = A ] && mkdir %s/A 2>/dev/null; then echo $$ > %s/A.pid; sleep 300; fi; `, marks, marks)
 
-	doomed := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
+	doomed := exec.Command(os.Args[0])
 	doomed.Env = append(os.Environ(), "AOT_TEST_WORKER_ADDRESS="+addr, "AOT_TEST_WORKER_QUEUE="+queue,
 		"AOT_TEST_WORKER_CACHE="+t.TempDir())
 	doomed.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
