@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
-	"github.com/aot-loop/aot/internal/durable"
 	"github.com/aot-loop/aot/internal/engine"
 )
 
@@ -84,17 +81,8 @@ func pauseRun(opts *pauseOptions) error {
 		return err
 	}
 	reason := strings.TrimSpace(opts.Reason)
-	if handled, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
-		if opts.Resume {
-			return durable.Signal(ctx, c, m, durable.SignalResume, durable.ResumeRequest{Reason: reason})
-		}
-		return durable.Signal(ctx, c, m, durable.SignalPause, durable.PauseRequest{Kill: opts.Kill, Reason: reason})
-	}); handled {
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(opts.IO.Out, "signal sent to the loop's workflow (resume: %v)\n", opts.Resume)
-		return nil
+	if onTemporalLoop(opts.Global.StateFile) {
+		return temporalPause(opts, reason)
 	}
 	var err error
 	if opts.Resume {

@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
-	"github.com/aot-loop/aot/internal/durable"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -140,14 +137,8 @@ type redirectDoc struct {
 }
 
 func redirectRun(opts *redirectOptions) error {
-	if handled, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
-		return durable.Redirect(ctx, c, m, opts.Change)
-	}); handled {
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(opts.IO.Out, "redirected, applied by the loop's workflow")
-		return nil
+	if onTemporalLoop(opts.Global.StateFile) {
+		return temporalRedirect(opts)
 	}
 	res, err := engine.Redirect(opts.Global.StateFile, opts.Change, opts.now(), opts.Wait)
 	if err != nil {

@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
-	"github.com/aot-loop/aot/internal/durable"
 	"github.com/aot-loop/aot/internal/engine"
 
 	"github.com/aot-loop/aot/internal/state"
@@ -137,7 +135,7 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.StringVar(&opts.Isolation, "isolation", engine.IsolationAuto, "how workers are kept apart: auto (a git worktree per attempt in a git repository, else none), worktree, none (one worker at a time in the project root), shared (in parallel in the project root)")
 	f.BoolVar(&opts.KeepFailed, "keep-failed", false, "keep failed attempts' worktrees and branches for a look (aot status lists them)")
 	f.StringVar(&opts.Engine, "engine", engineLocal, "local (this process coordinates) or temporal (a Temporal workflow, attempts on aot workers; TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE)")
-	f.StringVar(&opts.TaskQueue, "task-queue", durable.DefaultTaskQueue, "temporal: the task queue the aot workers poll")
+	f.StringVar(&opts.TaskQueue, "task-queue", "aot", "temporal: the task queue the aot workers poll")
 	f.StringVar(&opts.Remote, "remote", "origin", "temporal: the git remote the workers fetch from and push to")
 	f.BoolVar(&opts.NoWait, "no-wait", false, "stop on a usage-limit answer (exit 10) instead of waiting for the quota's reset time")
 	return cmd
@@ -295,14 +293,8 @@ type stopDoc struct {
 }
 
 func stopRun(opts *stopOptions) error {
-	if handled, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
-		return durable.Cancel(ctx, c, m, opts.Reason)
-	}); handled {
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(opts.IO.Out, "the workflow is cancelled: its running attempts are stopped; aot run --engine temporal shows the end")
-		return nil
+	if onTemporalLoop(opts.Global.StateFile) {
+		return temporalStop(opts)
 	}
 	res, err := engine.Stop(opts.Global.StateFile, strings.TrimSpace(opts.Reason), opts.Wait)
 	if err != nil {

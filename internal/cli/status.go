@@ -10,12 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
 	"github.com/aot-loop/aot/internal/dag"
-	"github.com/aot-loop/aot/internal/durable"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/runlock"
@@ -258,14 +256,8 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 	}
 	// A loop on Temporal: the workflow is the truth; bring the local file
 	// in step first (it may be behind while no aot run is attached).
-	if _, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
-		st, err := durable.Query(ctx, c, m)
-		if err != nil {
-			return err
-		}
-		return durable.Project(opts.Global.StateFile, st)
-	}); err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
+	if onTemporalLoop(opts.Global.StateFile) {
+		temporalSync(opts)
 	}
 	v, err := gatherStatus(opts.IO, opts.Global, opts.Events)
 	if err != nil {

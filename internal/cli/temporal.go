@@ -1,3 +1,5 @@
+//go:build temporal
+
 package cli
 
 import (
@@ -15,12 +17,11 @@ import (
 )
 
 // aot run --engine temporal, and the local commands that reach a loop
-// running on Temporal (its marker is beside the journal).
+// running on Temporal (its marker is beside the journal). Built with the
+// temporal tag into aot-temporal only: the Temporal SDK would add its
+// start-up to every aot command; aot execs aot-temporal for these
+// (temporal_exec.go).
 
-const (
-	engineLocal    = "local"
-	engineTemporal = "temporal"
-)
 
 // runTemporal starts the loop's workflow (or reattaches to it) and keeps
 // the local state file in step until it ends; Ctrl-C detaches.
@@ -112,4 +113,55 @@ func onTemporal(stateFile string, fn func(ctx context.Context, c client.Client, 
 		return true, fmt.Errorf("workflow %s: %w", m.WorkflowID, err)
 	}
 	return true, nil
+}
+
+func temporalStop(opts *stopOptions) error {
+	_, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		return durable.Cancel(ctx, c, m, opts.Reason)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.IO.Out, "the workflow is cancelled: its running attempts are stopped; aot run --engine temporal shows the end")
+	return nil
+}
+
+func temporalPause(opts *pauseOptions, reason string) error {
+	_, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		if opts.Resume {
+			return durable.Signal(ctx, c, m, durable.SignalResume, durable.ResumeRequest{Reason: reason})
+		}
+		return durable.Signal(ctx, c, m, durable.SignalPause, durable.PauseRequest{Kill: opts.Kill, Reason: reason})
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "signal sent to the loop's workflow (resume: %v)\n", opts.Resume)
+	return nil
+}
+
+func temporalRedirect(opts *redirectOptions) error {
+	_, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		return durable.Redirect(ctx, c, m, opts.Change)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.IO.Out, "redirected, applied by the loop's workflow")
+	return nil
+}
+
+// temporalSync brings the state file in step with the workflow (it may be
+// behind while no aot run is attached): the workflow is the truth.
+func temporalSync(opts *statusOptions) {
+	_, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		st, err := durable.Query(ctx, c, m)
+		if err != nil {
+			return err
+		}
+		return durable.Project(opts.Global.StateFile, st)
+	})
+	if err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
+	}
 }
