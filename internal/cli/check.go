@@ -144,4 +144,3 @@ func gateRun(opts *gateOptions) error {
 	}
 	return nil
 }
-

@@ -22,7 +22,6 @@ import (
 // start-up to every aot command; aot execs aot-temporal for these
 // (temporal_exec.go).
 
-
 // runTemporal starts the loop's workflow (or reattaches to it) and keeps
 // the local state file in step until it ends; Ctrl-C detaches.
 func runTemporal(ctx context.Context, opts *runOptions) error {
