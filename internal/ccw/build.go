@@ -47,7 +47,7 @@ func BuildWith(m Meta, s *state.State, events []journal.Event, paused bool, outp
 	if len(events) > 0 {
 		l.UpdatedAt = events[len(events)-1].Time
 	}
-	l.Status, l.FailureReason = statusOf(s, paused, h.lastStop)
+	l.Status, l.FailureReason = StatusOf(s, paused, h.lastStop)
 	if s != nil {
 		l.MaxIterations = s.Objective.Constraints.MaxIterations
 		l.CurrentIteration = s.Control.Iteration
@@ -87,8 +87,9 @@ func BuildWith(m Meta, s *state.State, events []journal.Event, paused bool, outp
 	return l
 }
 
-// statusOf maps the control status to CCW's.
-func statusOf(s *state.State, paused bool, stop *journal.Event) (status, failure string) {
+// StatusOf maps the control status to CCW's (paused: an engine holds the
+// loop paused; stop: the journal's last stop event, for its reason).
+func StatusOf(s *state.State, paused bool, stop *journal.Event) (status, failure string) {
 	if s == nil {
 		return StatusCreated, ""
 	}

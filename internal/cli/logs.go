@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/history"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/runlock"
@@ -226,7 +227,7 @@ func (o *logsOptions) header(a *history.Attempt) string {
 		out = o.IO.paint(styleCyan, "running")
 	}
 	if a.Reason != "" {
-		out += ": " + oneLine(a.Reason, 1000)
+		out += ": " + dag.OneLine(a.Reason, 1000)
 	}
 	if a.DurationMS > 0 && a.Outcome != "running" {
 		out += fmt.Sprintf(" (%s)", (time.Duration(a.DurationMS) * time.Millisecond).String())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 
 	"github.com/aot-loop/aot/internal/state"
@@ -327,7 +328,7 @@ func confirmOnTerminal(io *streams) func(ctx context.Context, item, evidence str
 	in := bufio.NewReader(io.In)
 	return func(ctx context.Context, item, evidence string) (bool, error) {
 		w := io.ErrOut
-		fmt.Fprintf(w, "\nThe judge passed the assertion %q:\n  %s\nDoes it hold? [y/N] ", item, oneLine(evidence, 400))
+		fmt.Fprintf(w, "\nThe judge passed the assertion %q:\n  %s\nDoes it hold? [y/N] ", item, dag.OneLine(evidence, 400))
 		type answer struct {
 			line string
 			err  error

@@ -216,7 +216,7 @@ func printState(io *streams, s *state.State, doc stateDoc) {
 			if a.Failed {
 				st = "failed" // pending by the contract, but it will not run unless selected again
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, io.status(st), orDash(strings.Join(a.DependsOn, ",")), orDash(a.ORGroup), oneLine(a.Description, 60))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, io.status(st), orDash(strings.Join(a.DependsOn, ",")), orDash(a.ORGroup), dag.OneLine(a.Description, 60))
 		}
 		_ = tw.Flush()
 	}
@@ -225,7 +225,7 @@ func printState(io *streams, s *state.State, doc stateDoc) {
 		tw = io.table()
 		fmt.Fprintln(tw, "BINDING\tARTIFACTS\tSUMMARY")
 		for _, b := range s.Bindings {
-			fmt.Fprintf(tw, "%s\t%d\t%s\n", b.AtomID, len(b.Artifacts), oneLine(b.Summary, 60))
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", b.AtomID, len(b.Artifacts), dag.OneLine(b.Summary, 60))
 		}
 		_ = tw.Flush()
 	}

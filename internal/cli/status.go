@@ -15,6 +15,7 @@ import (
 	"github.com/aot-loop/aot/internal/backend"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/history"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
@@ -122,6 +123,15 @@ type statusUsageDoc struct {
 	Roles map[string]atomSpendDoc `json:"roles"`
 }
 
+// spendDocs is history's spend in aot status's shape.
+func spendDocs(m map[string]history.Spend) map[string]atomSpendDoc {
+	out := make(map[string]atomSpendDoc, len(m))
+	for k, v := range m {
+		out[k] = atomSpendDoc{Attempts: v.Attempts, Tokens: v.Tokens, CostUSD: v.CostUSD, DurationMS: v.DurationMS}
+	}
+	return out
+}
+
 type atomSpendDoc struct {
 	Attempts   int     `json:"attempts"`
 	Tokens     int64   `json:"tokens"`
@@ -192,32 +202,11 @@ func gatherStatus(io *streams, g *globalOptions, events int) (*statusView, error
 	if err != nil {
 		return nil, err
 	}
-	doc.Usage.Atoms = map[string]atomSpendDoc{}
-	doc.Usage.Roles = map[string]atomSpendDoc{}
+	spend := history.SpendOf(all)
+	doc.Usage.Tokens, doc.Usage.CostUSD, doc.Usage.Unknown = spend.Total.Tokens, spend.Total.CostUSD, spend.Total.Unknown
+	doc.Usage.Atoms, doc.Usage.Roles = spendDocs(spend.Atoms), spendDocs(spend.Roles)
 	for _, ev := range all {
-		doc.Usage.Tokens += ev.Tokens
-		doc.Usage.CostUSD += ev.CostUSD
 		switch ev.Type {
-		case journal.AtomFinish:
-			if unknown, _ := ev.Data["usage_unknown"].(bool); unknown {
-				doc.Usage.Unknown++
-			}
-			if ev.Atom != "" {
-				a := doc.Usage.Atoms[ev.Atom]
-				a.Attempts++
-				a.Tokens += ev.Tokens
-				a.CostUSD += ev.CostUSD
-				a.DurationMS += ev.DurationMS
-				doc.Usage.Atoms[ev.Atom] = a
-			}
-			if ev.Role != "" {
-				r := doc.Usage.Roles[ev.Role]
-				r.Attempts++
-				r.Tokens += ev.Tokens
-				r.CostUSD += ev.CostUSD
-				r.DurationMS += ev.DurationMS
-				doc.Usage.Roles[ev.Role] = r
-			}
 		case journal.QuotaWait:
 			doc.QuotaWaitUntil, _ = ev.Data["until"].(string)
 		case journal.QuotaResume, journal.Stop, journal.RunStart, journal.RunResume:
@@ -275,7 +264,7 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 func writeStatus(io *streams, v *statusView) {
 	doc, s := &v.Doc, v.State
 	tw := io.table()
-	fmt.Fprintf(tw, "Goal\t%s\n", oneLine(doc.Goal, 90))
+	fmt.Fprintf(tw, "Goal\t%s\n", dag.OneLine(doc.Goal, 90))
 	engineLine := "not running"
 	if doc.EngineRunning {
 		engineLine = fmt.Sprintf("running (pid %d)", doc.EnginePID)
@@ -389,7 +378,7 @@ func describeEvent(ev journal.Event) string {
 			// The reason quotes the start of what the agent printed.
 			max = 240
 		}
-		parts = append(parts, oneLine(ev.Reason, max))
+		parts = append(parts, dag.OneLine(ev.Reason, max))
 	}
 	if failedAttempt {
 		parts = append(parts, "(output: aot logs "+shellWord(ev.Atom)+")")
@@ -412,7 +401,7 @@ func describeEvent(ev journal.Event) string {
 					names = append(names, n)
 				}
 			}
-			parts = append(parts, "changed "+oneLine(strings.Join(names, ", "), 80))
+			parts = append(parts, "changed "+dag.OneLine(strings.Join(names, ", "), 80))
 		}
 	}
 	return strings.Join(parts, "  ")

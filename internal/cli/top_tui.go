@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/aot-loop/aot/internal/dag"
 )
 
 // topModel is the full-screen live view of aot top.
@@ -176,9 +177,9 @@ func (m *topModel) View() tea.View {
 	}
 	switch {
 	case m.err != nil:
-		foot = topBad.Render("cannot reread: "+oneLine(m.err.Error(), 200)) + "  " + foot
+		foot = topBad.Render("cannot reread: "+dag.OneLine(m.err.Error(), 200)) + "  " + foot
 	case m.lv.Warnings != "":
-		foot = topWait.Render(oneLine(m.lv.Warnings, 200)) + "  " + foot
+		foot = topWait.Render(dag.OneLine(m.lv.Warnings, 200)) + "  " + foot
 	}
 	b.WriteString(fit(topDim.Render(foot), w))
 	v := tea.NewView(b.String())

@@ -205,7 +205,7 @@ func (lv *liveView) header(now time.Time) []string {
 	}
 	progress := fmt.Sprintf("%s %d/%d resolved", bar(doc.Atoms.Resolved, doc.Atoms.Total, 20), doc.Atoms.Resolved, doc.Atoms.Total)
 	lines := []string{
-		topTitle.Render("aot top") + "  " + oneLine(doc.Goal, 200),
+		topTitle.Render("aot top") + "  " + dag.OneLine(doc.Goal, 200),
 		"Loop  " + loop,
 		"Time  " + clock + "   Spent  " + spent,
 		"Work  " + progress,
@@ -291,7 +291,7 @@ func (lv *liveView) atomsPanel() topPanel {
 				fail += " [" + k + "]"
 			}
 			if a.LastFailure != "" {
-				fail += " " + oneLine(a.LastFailure, 200)
+				fail += " " + dag.OneLine(a.LastFailure, 200)
 			}
 			r.line += "  " + topBad.Render(fail)
 			if r.rank > 2 {
@@ -327,9 +327,9 @@ func (lv *liveView) checklistPanel() topPanel {
 		case !ok:
 			return topDim.Render("·") + " " + item
 		case r.Passed:
-			return topGood.Render("✓") + " " + item + topDim.Render("  "+oneLine(r.Evidence, 200))
+			return topGood.Render("✓") + " " + item + topDim.Render("  "+dag.OneLine(r.Evidence, 200))
 		default:
-			return topBad.Render("✗") + " " + item + topDim.Render("  "+oneLine(r.Evidence, 200))
+			return topBad.Render("✗") + " " + item + topDim.Render("  "+dag.OneLine(r.Evidence, 200))
 		}
 	}
 	bc := lv.State.Objective.BaseCase

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/verify"
 )
 
@@ -108,7 +109,7 @@ func printItems(io *streams, items []verify.ItemResult, indent string) {
 			mark = io.paint(styleRed, "FAIL")
 		}
 		line := fmt.Sprintf("%s%s  %s", indent, mark, it.Item)
-		if ev := oneLine(it.Evidence, 100); ev != "" && len(it.GroupResults) == 0 && len(it.AnyOfResults) == 0 {
+		if ev := dag.OneLine(it.Evidence, 100); ev != "" && len(it.GroupResults) == 0 && len(it.AnyOfResults) == 0 {
 			line += io.paint(styleDim, "  "+ev)
 		}
 		fmt.Fprintln(io.Out, line)

@@ -251,7 +251,7 @@ func parentBinding(s *state.State, parent string, kids []string) state.Binding {
 		part := k
 		if b := s.Binding(k); b != nil {
 			if sum := strings.TrimSpace(b.Summary); sum != "" {
-				part += ": " + shorten(sum, 120)
+				part += ": " + OneLine(sum, 120)
 			}
 			for _, a := range b.Artifacts {
 				if !seen[a] {
@@ -269,7 +269,10 @@ func parentBinding(s *state.State, parent string, kids []string) state.Binding {
 	}
 }
 
-func shorten(s string, max int) string {
+// OneLine puts s on one line (runs of white space become one space) and
+// cuts it to max runes with an ellipsis: the short form of a description,
+// reason or evidence for lines people read.
+func OneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > max {
 		return string(r[:max-1]) + "…"

@@ -105,7 +105,7 @@ func (l *loop) attemptEnded(ctx workflow.Context, t *attempt) {
 		// Temporal's retries are spent: the infrastructure failed, not the
 		// agent. Counted like the engine's crash: an attempt, not a stall.
 		l.unknown++
-		l.fail(ctx, t, "the worker failed: "+oneLine(err.Error(), 400), true)
+		l.fail(ctx, t, "the worker failed: "+dag.OneLine(err.Error(), 400), true)
 		return
 	}
 	l.addUsage(r)
@@ -215,7 +215,7 @@ func (l *loop) mergeEnded(ctx workflow.Context) {
 	l.dirty = true
 	switch {
 	case err != nil:
-		l.fail(ctx, t, "merge: "+oneLine(err.Error(), 400), true)
+		l.fail(ctx, t, "merge: "+dag.OneLine(err.Error(), 400), true)
 	case m.Conflict:
 		if m.Commit != "" {
 			l.head = m.Commit
@@ -327,7 +327,7 @@ func (l *loop) fail(ctx workflow.Context, t *attempt, reason string, infra bool)
 		return
 	}
 	a.Attempts++
-	a.LastFailure = oneLine(reason, 500)
+	a.LastFailure = dag.OneLine(reason, 500)
 	a.Status = state.StatusPending
 	if !infra {
 		l.sweepReported = true
@@ -463,12 +463,4 @@ func (q *readyQueue) Pop() any {
 	x := old[len(old)-1]
 	*q = old[:len(old)-1]
 	return x
-}
-
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
 }

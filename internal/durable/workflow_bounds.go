@@ -210,7 +210,7 @@ func (l *loop) parkedMessage() string {
 	var parts []string
 	for i := range l.s.Atoms {
 		if a := &l.s.Atoms[i]; l.parked(a) {
-			parts = append(parts, fmt.Sprintf("%s failed %d times (last: %s)", a.ID, a.Attempts, oneLine(a.LastFailure, 200)))
+			parts = append(parts, fmt.Sprintf("%s failed %d times (last: %s)", a.ID, a.Attempts, dag.OneLine(a.LastFailure, 200)))
 		}
 	}
 	if len(parts) == 0 {

@@ -306,10 +306,10 @@ func (e *engine) activity(atom string, role agent.Role, a agent.Activity) {
 		who = atom + " (" + string(role) + ")"
 	}
 	if a.Tool == "" {
-		e.say("%s: %s", who, oneLine(a.Detail, 100))
+		e.say("%s: %s", who, dag.OneLine(a.Detail, 100))
 		return
 	}
-	e.say("%s %s: %s", who, a.Tool, oneLine(a.Detail, 100))
+	e.say("%s %s: %s", who, a.Tool, dag.OneLine(a.Detail, 100))
 }
 
 // heartbeat tells a person which atoms are running and for how long.
@@ -755,7 +755,7 @@ func (e *engine) launch(ctx context.Context, id string) {
 	e.busy[id] = t.id
 	in := e.taskFor(a, role, t.attempt)
 	e.event(journal.Event{Type: journal.AtomStart, Atom: id, Role: string(role), Attempt: t.attempt})
-	e.say("%s %s started (attempt %d): %s", role, id, t.attempt, oneLine(a.Description, 60))
+	e.say("%s %s started (attempt %d): %s", role, id, t.attempt, dag.OneLine(a.Description, 60))
 	tid, attempt := t.id, t.attempt
 	tctx = agent.WithStart(tctx, func(tr proc.Tree) { e.started(tid, id, attempt, tr) })
 	tctx = agent.WithActivity(tctx, func(act agent.Activity) { e.activity(id, role, act) })
@@ -840,7 +840,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 			a.Status = state.StatusPending
 			e.dirty = true
 		}
-		e.event(journal.Event{Type: journal.AtomReset, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: "usage limit: " + oneLine(r.res.Summary+r.res.Evidence+r.res.Findings, 200)})
+		e.event(journal.Event{Type: journal.AtomReset, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: "usage limit: " + dag.OneLine(r.res.Summary+r.res.Evidence+r.res.Findings, 200)})
 		e.usageLimit(t.atom, r.res)
 		return false
 	}
@@ -893,8 +893,8 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		if r.err == nil && !r.res.Feasible {
 			e.next[t.atom] = agent.Planner
 		}
-		e.notes[t.atom] = oneLine(r.res.Findings, 2000)
-		e.say("probe %s: feasible=%t %s", t.atom, r.err == nil && r.res.Feasible, oneLine(r.res.Findings, 60))
+		e.notes[t.atom] = dag.OneLine(r.res.Findings, 2000)
+		e.say("probe %s: feasible=%t %s", t.atom, r.err == nil && r.res.Feasible, dag.OneLine(r.res.Findings, 60))
 		return false
 	case agent.Planner:
 		if ok {
@@ -989,7 +989,7 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 	// Progress: the stall window starts again at once, so that a stop that
 	// is draining goes on instead.
 	e.s.Control.StallCount = 0
-	e.say("worker %s resolved in %s: %s", a.ID, time.Duration(ev.DurationMS)*time.Millisecond, oneLine(summary, 60))
+	e.say("worker %s resolved in %s: %s", a.ID, time.Duration(ev.DurationMS)*time.Millisecond, dag.OneLine(summary, 60))
 	if g := e.s.ORGroup(a.ORGroup); g != nil && a.ORGroup != "" {
 		if g.Selected != a.ID {
 			_ = dag.SwitchOR(e.s, g.Name, a.ID, "speculative: "+a.ID+" succeeded first", e.now())
@@ -1020,13 +1020,13 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 // to the planner to decompose, then retried, within the attempt limit.
 func (e *engine) fail(a *state.Atom, reason string) {
 	a.Attempts++
-	a.LastFailure = oneLine(reason, 500)
+	a.LastFailure = dag.OneLine(reason, 500)
 	if !e.infra {
 		e.sweepReported = true
 	}
 	a.Status = state.StatusPending
 	e.dirty = true
-	e.say("%s failed (attempt %d): %s (its output: aot logs %s)", a.ID, a.Attempts, oneLine(reason, 240), a.ID)
+	e.say("%s failed (attempt %d): %s (its output: aot logs %s)", a.ID, a.Attempts, dag.OneLine(reason, 240), a.ID)
 	// An OR choice backtracks to the next choice on its first failure; the
 	// last choice standing is retried like any atom before the group is
 	// exhausted.

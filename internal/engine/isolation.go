@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/aot-loop/aot/internal/state"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/state"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/journal"
@@ -183,7 +185,7 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return oneLine(s, 72)
+	return dag.OneLine(s, 72)
 }
 
 // mergeOutcome turns a merge into the attempt's result: a conflict is a

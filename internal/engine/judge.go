@@ -18,6 +18,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/verify"
@@ -266,7 +267,7 @@ func scoreQuality(c *state.Check, res agent.Result) (bool, string, error) {
 	for i, s := range scores {
 		sum += weights[i] * s.Score
 		total += weights[i]
-		r := oneLine(s.Rationale, maxRationale)
+		r := dag.OneLine(s.Rationale, maxRationale)
 		if s.Criterion == "" { // the one overall score: its number is shown once
 			if r != "" {
 				parts = append(parts, r)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 )
 
@@ -55,9 +56,9 @@ func (e *engine) rateLimited(t *task, ae *agent.AttemptError) {
 	}
 	e.event(journal.Event{Type: journal.RateLimit, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: ae.Reason, DurationMS: wait.Milliseconds(),
 		Data: map[string]any{"until": e.rate.until.Format(time.RFC3339Nano), "max_parallel": e.rate.cap, "in_a_row": e.rate.inRow, "kind": string(ae.Kind)}})
-	e.say("rate limited (%s on %s): waiting %s, then at most %s at once", oneLine(ae.Reason, 80), t.atom, wait.Round(time.Millisecond), plural(e.rate.cap, "agent"))
+	e.say("rate limited (%s on %s): waiting %s, then at most %s at once", dag.OneLine(ae.Reason, 80), t.atom, wait.Round(time.Millisecond), plural(e.rate.cap, "agent"))
 	if e.rate.inRow >= rateMaxInRow {
-		e.stopWith(UsageLimit, fmt.Sprintf("usage_limit: the agent's provider refused %d times in a row for rate limits (last: %s); aot run resumes the loop later", e.rate.inRow, oneLine(ae.Reason, 200)))
+		e.stopWith(UsageLimit, fmt.Sprintf("usage_limit: the agent's provider refused %d times in a row for rate limits (last: %s); aot run resumes the loop later", e.rate.inRow, dag.OneLine(ae.Reason, 200)))
 		return
 	}
 	if _, running := e.busy[t.atom]; !running && e.ix.Ready(t.atom) {

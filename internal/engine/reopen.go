@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -74,10 +75,10 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 			why := fmt.Sprintf("the base case check %q fails after this atom was resolved: %s", item, ev)
 			e.s.DeleteBinding(a.ID)
 			delete(e.bindIdx, a.ID)
-			e.event(journal.Event{Type: journal.AtomReset, Atom: a.ID, Reason: "reopened: " + oneLine(why, 500), Data: map[string]any{"reopens": e.reopens[a.ID]}})
-			e.say("%s reopened: the check %q fails (%s)", a.ID, item, oneLine(ev, 80))
+			e.event(journal.Event{Type: journal.AtomReset, Atom: a.ID, Reason: "reopened: " + dag.OneLine(why, 500), Data: map[string]any{"reopens": e.reopens[a.ID]}})
+			e.say("%s reopened: the check %q fails (%s)", a.ID, item, dag.OneLine(ev, 80))
 			a.Status = state.StatusPending
-			a.LastFailure = oneLine(why, 500)
+			a.LastFailure = dag.OneLine(why, 500)
 			if a.ORGroup != "" {
 				// An OR choice whose work does not hold backtracks to the
 				// next choice, as for any failure.

@@ -16,14 +16,6 @@ import (
 	"github.com/aot-loop/aot/internal/verify"
 )
 
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
-}
-
 // structural marks a change that the state file should show at once: an OR
 // switch, a decomposition, new atoms.
 func (e *engine) structural() {
@@ -218,7 +210,7 @@ func (e *engine) applyPlan(forAtom string, res agent.Result) int {
 				continue
 			}
 			e.event(journal.Event{Type: journal.AddAtom, Atom: p.ID, OK: journal.Bool(true)})
-			e.say("planner added %s: %s", p.ID, oneLine(p.Description, 60))
+			e.say("planner added %s: %s", p.ID, dag.OneLine(p.Description, 60))
 			added++
 		}
 		n += added
@@ -297,7 +289,7 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 	if rep.Passed {
 		e.say("base case passed")
 	} else {
-		e.say("base case failed: %s", oneLine(strings.Join(failures, "; "), 100))
+		e.say("base case failed: %s", dag.OneLine(strings.Join(failures, "; "), 100))
 		if judges {
 			e.verifiedGen, e.verifyFails = e.gen, failures
 		}
@@ -357,7 +349,7 @@ func collectFailures(items []verify.ItemResult, prefix string) []string {
 				continue
 			}
 		}
-		out = append(out, name+": "+oneLine(it.Evidence, 300))
+		out = append(out, name+": "+dag.OneLine(it.Evidence, 300))
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -196,7 +197,7 @@ func (e *engine) parkedMessage() string {
 	for i := range e.s.Atoms {
 		a := &e.s.Atoms[i]
 		if e.parked(a) {
-			parts = append(parts, fmt.Sprintf("%s failed %d times (last: %s)", a.ID, a.Attempts, oneLine(a.LastFailure, 200)))
+			parts = append(parts, fmt.Sprintf("%s failed %d times (last: %s)", a.ID, a.Attempts, dag.OneLine(a.LastFailure, 200)))
 		}
 	}
 	if len(parts) == 0 {

@@ -185,7 +185,7 @@ func writeNext(b *strings.Builder, s *state.State) {
 				fmt.Fprintf(b, "- and %d more (aot state lists them)\n", len(exec)-listed)
 				break
 			}
-			fmt.Fprintf(b, "- %s: %s\n", a.ID, oneLine(a.Description, 200))
+			fmt.Fprintf(b, "- %s: %s\n", a.ID, dag.OneLine(a.Description, 200))
 		}
 		return
 	}
@@ -224,7 +224,7 @@ func writeFailures(b *strings.Builder, r *verify.Report) {
 			return
 		}
 		n++
-		fmt.Fprintf(b, "- %s: %s\n", it.Item, oneLine(it.Evidence, 300))
+		fmt.Fprintf(b, "- %s: %s\n", it.Item, dag.OneLine(it.Evidence, 300))
 	}
 	for _, sk := range r.Skipped {
 		if n == listed {

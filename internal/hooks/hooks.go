@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/aot-loop/aot/internal/state"
@@ -206,14 +205,4 @@ func Render(c Client, ev Event, d Decision) []byte {
 		return nil
 	}
 	return append(out, '\n')
-}
-
-// oneLine shortens s to one line of at most n runes, for messages.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aot-loop/aot/internal/ccw"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/history"
@@ -251,26 +252,19 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 	return d
 }
 
-// loopStatus is the CCW status of a loop.
+// loopStatus is the CCW status of a loop: ccw's mapping of the state, with
+// what only the run lock tells (a loop marked running whose engine is gone
+// has failed).
 func loopStatus(st *state.State, e engineInfo) string {
-	switch {
-	case e.Running && e.Paused:
-		return "paused"
-	case e.Running:
-		return "running"
+	if !e.Running && st.Control.Status == state.ControlRunning {
+		return ccw.StatusFailed
 	}
-	switch st.Control.Status {
-	case state.ControlCompleted:
-		return "completed"
-	case state.ControlStopped:
-		if st.Control.StopReason != nil && strings.HasPrefix(*st.Control.StopReason, "manual stop") {
-			return "user_exit"
-		}
-		return "failed"
-	case state.ControlRunning:
-		return "failed" // marked running with no engine: it died
+	if e.Running {
+		st = &state.State{Control: st.Control}
+		st.Control.Status = state.ControlRunning
 	}
-	return "created"
+	status, _ := ccw.StatusOf(st, e.Paused, nil)
+	return status
 }
 
 func (s *Server) listLoops(w http.ResponseWriter, r *http.Request) {

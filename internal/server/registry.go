@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/runlock"
@@ -177,8 +178,8 @@ func (r *registry) discover() error {
 			}
 			l := &loop{id: idFor(def, created), workspace: ws, stateFile: def, created: created}
 			if s, err := state.NewStore(def).Read(); err == nil {
-				l.title = shorten(s.Objective.Goal, 80)
-				l.description = shorten(s.Objective.BackgroundIntent, 400)
+				l.title = dag.OneLine(s.Objective.Goal, 80)
+				l.description = dag.OneLine(s.Objective.BackgroundIntent, 400)
 			}
 			r.add(l)
 		}
@@ -222,12 +223,4 @@ func (r *registry) workspaceFor(name string) (string, error) {
 		return abs, nil
 	}
 	return "", errors.New("workspace " + name + " is not served (aot serve --workspace DIR adds one)")
-}
-
-func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
 }

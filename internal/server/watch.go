@@ -13,24 +13,18 @@ import (
 // system. The CCW views are written by keepViews, so that their fsyncs never
 // hold back an event on its way to the clients.
 func (s *Server) watchLoops(ctx context.Context) {
-	tick := time.NewTicker(s.opts.Poll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		for _, l := range s.reg.all() {
-			s.pollLoop(l)
-		}
-	}
+	s.eachLoop(ctx, s.opts.Poll, s.pollLoop)
 }
 
 // keepViews writes the CCW view of every loop that changed, at most once
 // per ViewInterval, and rebuilds one changed or removed behind its back.
 func (s *Server) keepViews(ctx context.Context) {
-	tick := time.NewTicker(s.opts.ViewInterval)
+	s.eachLoop(ctx, s.opts.ViewInterval, s.syncView)
+}
+
+// eachLoop calls fn for every loop once per interval until ctx ends.
+func (s *Server) eachLoop(ctx context.Context, interval time.Duration, fn func(*loop)) {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -39,7 +33,7 @@ func (s *Server) keepViews(ctx context.Context) {
 		case <-tick.C:
 		}
 		for _, l := range s.reg.all() {
-			s.syncView(l)
+			fn(l)
 		}
 	}
 }
