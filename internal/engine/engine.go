@@ -24,7 +24,6 @@ import (
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
-	"github.com/aot-loop/aot/internal/proc"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/verify"
@@ -117,6 +116,7 @@ type taskResult struct {
 }
 
 type engine struct {
+	fx      effects // what touches the world: local, or a Core's host
 	opts    Options
 	store   *state.Store
 	jr      *journal.Journal
@@ -225,6 +225,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	defer lock.Release()
 
 	e := newEngine(opts)
+	e.fx = local{e}
 	e.store.Guard(func() error {
 		if e.stamp.fi != nil && !stampOf(opts.StateFile).equal(e.stamp) {
 			return errChangedBehind
@@ -284,7 +285,7 @@ func (e *engine) event(ev journal.Event) {
 	if ev.Iteration == 0 {
 		ev.Iteration = e.s.Control.Iteration
 	}
-	_ = e.jr.Append(ev)
+	e.fx.event(ev)
 }
 
 func (e *engine) say(format string, args ...any) {
@@ -749,34 +750,12 @@ func (e *engine) launch(ctx context.Context, id string) {
 	// A reopened atom's next try is a new attempt for the agent too, although
 	// reopening is not charged against max_attempts_per_atom.
 	t := &task{id: e.nextID, role: role, atom: id, attempt: a.Attempts + e.reopens[id] + 1, start: e.now()}
-	tctx, cancel := context.WithTimeout(ctx, e.opts.AgentTimeout)
-	t.cancel = cancel
 	e.tasks[t.id] = t
 	e.busy[id] = t.id
 	in := e.taskFor(a, role, t.attempt)
 	e.event(journal.Event{Type: journal.AtomStart, Atom: id, Role: string(role), Attempt: t.attempt})
 	e.say("%s %s started (attempt %d): %s", role, id, t.attempt, dag.OneLine(a.Description, 60))
-	tid, attempt := t.id, t.attempt
-	tctx = agent.WithStart(tctx, func(tr proc.Tree) { e.started(tid, id, attempt, tr) })
-	tctx = agent.WithActivity(tctx, func(act agent.Activity) { e.activity(id, role, act) })
-	var tm *taskMerge
-	go func() {
-		start := time.Now()
-		var res agent.Result
-		var err error
-		if e.iso != nil && role == agent.Worker {
-			tm = &taskMerge{}
-			res, err = e.isolatedRun(tctx, tid, in, tm)
-		} else {
-			res, err = e.opts.Agent.Run(tctx, in)
-		}
-		e.trees.remove(tid)
-		if err == nil && tctx.Err() != nil {
-			err = &agent.AttemptError{Reason: "cancelled; process group killed"}
-		}
-		cancel()
-		e.results <- taskResult{id: t.id, res: res, err: err, dur: time.Since(start), iso: tm}
-	}()
+	e.fx.start(ctx, t, in)
 }
 
 // taskFor builds what an agent gets: the atom, the objective, and only the

@@ -114,7 +114,7 @@ func (e *engine) resume(reason string) error {
 	held := e.now().Sub(e.paused.Since)
 	e.pausedFor += held
 	e.paused = nil
-	if err := os.Remove(pausePath(e.opts.StateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := e.fx.pauseMarker(nil); err != nil {
 		return err
 	}
 	e.event(journal.Event{Type: journal.Resume, Reason: reason, Data: map[string]any{"paused_ms": held.Milliseconds()}})
@@ -125,20 +125,31 @@ func (e *engine) resume(reason string) error {
 }
 
 func (e *engine) killRunning(why string) {
-	for id := range e.tasks {
+	for _, id := range e.taskIDs() {
 		e.kill(id, why)
 	}
 }
 
-func (e *engine) writePause() error {
-	data, err := json.Marshal(e.paused)
+func (e *engine) writePause() error { return e.fx.pauseMarker(e.paused) }
+
+// writePause records p where aot status and the server see it.
+func writePause(stateFile string, p *PauseInfo) error {
+	data, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(journal.DirFor(e.opts.StateFile), journal.DirMode); err != nil {
+	if err := os.MkdirAll(journal.DirFor(stateFile), journal.DirMode); err != nil {
 		return err
 	}
-	return state.WriteFile(pausePath(e.opts.StateFile), data, journal.FileMode)
+	return state.WriteFile(pausePath(stateFile), data, journal.FileMode)
+}
+
+// removePause removes the pause marker, if any.
+func removePause(stateFile string) error {
+	if err := os.Remove(pausePath(stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // clearPause removes a pause marker left by an earlier engine: a new run is

@@ -54,8 +54,8 @@ func (e *engine) adopt(next *state.State, why string) []string {
 	all, hit := invalidated(e.s, next, e.ix)
 	var kill []int
 	var stopped []string
-	for id, t := range e.tasks {
-		if !t.discarded && (all || hit[t.atom]) {
+	for _, id := range e.taskIDs() {
+		if t := e.tasks[id]; !t.discarded && (all || hit[t.atom]) {
 			kill = append(kill, id)
 			stopped = append(stopped, t.atom)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -259,18 +260,10 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 		return false, e.verifyFails, nil
 	}
 	e.say("verifying the base case")
-	if err := e.flush(); err != nil {
+	if err := e.fx.flush(); err != nil {
 		return false, nil, err
 	}
-	var rep verify.Report
-	var err error
-	opts := verify.Options{Dir: e.readDir(), Timeout: e.opts.CheckTimeout, Output: e.checkOutput}
-	if judges {
-		opts.Judge = &judge{e: e}
-	}
-	e.stoppable(ctx, func(vctx context.Context) {
-		rep, err = e.baseCase(vctx, opts)
-	})
+	rep, err := e.fx.checks(ctx, judges)
 	if e.stop != nil || ctx.Err() != nil {
 		if e.stop == nil {
 			r := interruption(ctx)
@@ -368,16 +361,9 @@ func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
 		Failures:  failures,
 	}
 	e.event(journal.Event{Type: journal.AtomStart, Atom: "base_case", Role: string(agent.Planner)})
-	start := time.Now()
-	var res agent.Result
-	var err error
-	e.stoppable(ctx, func(sctx context.Context) {
-		tctx, cancel := context.WithTimeout(sctx, e.opts.AgentTimeout)
-		defer cancel()
-		res, err = e.opts.Agent.Run(tctx, t)
-	})
+	res, err, dur := e.fx.runAgent(ctx, t)
 	e.addUsage(res.Usage, err)
-	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Planner), OK: journal.Bool(err == nil), DurationMS: time.Since(start).Milliseconds()}
+	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Planner), OK: journal.Bool(err == nil), DurationMS: dur.Milliseconds()}
 	e.usageFields(&ev, taskResult{res: res, err: err})
 	if err != nil {
 		ev.Reason = err.Error()
@@ -460,27 +446,25 @@ func (e *engine) kill(id int, why string) {
 
 // killAll kills every running agent and waits for their processes to end.
 func (e *engine) killAll(why string) {
-	for id := range e.tasks {
+	for _, id := range e.taskIDs() {
 		e.kill(id, why)
 	}
-	deadline := time.After(10 * time.Second)
-	for len(e.tasks) > 0 {
-		select {
-		case r := <-e.results:
-			if t := e.tasks[r.id]; t != nil {
-				delete(e.tasks, r.id)
-				if e.busy[t.atom] == t.id {
-					delete(e.busy, t.atom)
-				}
-				e.addUsage(r.res.Usage, r.err)
-			}
-		case <-deadline:
-			return
-		}
+	if len(e.tasks) > 0 {
+		e.fx.drain()
 	}
 }
 
-func (e *engine) syncJournal() error { return e.jr.Sync() }
+// taskIDs lists the tasks in flight in the order they started.
+func (e *engine) taskIDs() []int {
+	ids := make([]int, 0, len(e.tasks))
+	for id := range e.tasks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (e *engine) syncJournal() error { return e.fx.sync() }
 
 // fileStamp identifies a version of the state file cheaply: the same file
 // (inode), size and modification time.
@@ -593,7 +577,26 @@ func (e *engine) finish(out *Outcome) error {
 		e.paused = nil
 		_ = os.Remove(pausePath(e.opts.StateFile))
 	}
-	landing := e.land(context.Background())
+	e.conclude(out, e.land(context.Background()))
+	err := e.flush()
+	if cerr := e.jr.Close(); err == nil {
+		err = cerr
+	}
+	e.say("halted: %s: %s", out.Reason, out.Message)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// conclude records how the loop ended in the state and the journal, once
+// nothing runs any more; landing says where the merged work is.
+func (e *engine) conclude(out *Outcome, landing string) {
+	if e.halt != nil && out.Reason == "" {
+		*out = e.outcome(e.halt.Reason, e.halt.Message)
+	}
+	e.killAll("the loop stopped: " + string(out.Reason))
+	e.paused = nil
 	c := &e.s.Control
 	if out.Reason == Completed {
 		c.Status = state.ControlCompleted
@@ -612,15 +615,6 @@ func (e *engine) finish(out *Outcome) error {
 	}
 	e.event(journal.Event{Type: journal.Stop, Reason: string(out.Reason), Data: map[string]any{"message": out.Message, "exit_code": out.ExitCode}})
 	e.dirty = true
-	err := e.flush()
-	if cerr := e.jr.Close(); err == nil {
-		err = cerr
-	}
-	e.say("halted: %s: %s", out.Reason, out.Message)
-	if err != nil {
-		return err
-	}
-	return nil
 }
 
 // replayedReason marks a finish copied from before a crash: its usage was
