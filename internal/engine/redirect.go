@@ -21,23 +21,12 @@ import (
 
 // redirect applies a person's change to the running loop.
 func (e *engine) redirect(r request) {
-	work := state.Clone(e.s)
-	err := Apply(work, r.change, e.now())
+	stopped, err := e.change(r.change)
 	if err != nil {
-		e.event(journal.Event{Type: journal.Redirect, OK: journal.Bool(false), Reason: r.change.Reason, Data: map[string]any{"error": err.Error()}})
 		answer(r, err)
 		e.say("redirect refused: %v", err)
 		return
 	}
-	// Bounds a person sets now win over this run's flags.
-	if r.change.MaxParallelAgents != nil {
-		e.opts.MaxParallel = 0
-	}
-	if r.change.MaxIterations != nil {
-		e.opts.MaxIterations = 0
-	}
-	stopped := e.adopt(work, "redirect: "+r.change.Reason)
-	e.event(journal.Event{Type: journal.Redirect, OK: journal.Bool(true), Reason: r.change.Reason, Data: map[string]any{"stopped": stopped}})
 	err = e.flush()
 	answer(r, err)
 	if err != nil {
@@ -45,6 +34,26 @@ func (e *engine) redirect(r request) {
 		return
 	}
 	e.say("redirected: %s (agents stopped: %d)", r.change.Reason, len(stopped))
+}
+
+// change validates a person's change and adopts it; it returns the atoms
+// whose agents it stopped. A refused change leaves the loop as it was.
+func (e *engine) change(c Change) ([]string, error) {
+	work := state.Clone(e.s)
+	if err := Apply(work, c, e.now()); err != nil {
+		e.event(journal.Event{Type: journal.Redirect, OK: journal.Bool(false), Reason: c.Reason, Data: map[string]any{"error": err.Error()}})
+		return nil, err
+	}
+	// Bounds a person sets now win over this run's flags.
+	if c.MaxParallelAgents != nil {
+		e.opts.MaxParallel = 0
+	}
+	if c.MaxIterations != nil {
+		e.opts.MaxIterations = 0
+	}
+	stopped := e.adopt(work, "redirect: "+c.Reason)
+	e.event(journal.Event{Type: journal.Redirect, OK: journal.Bool(true), Reason: c.Reason, Data: map[string]any{"stopped": stopped}})
+	return stopped, nil
 }
 
 // adopt makes next the loop's state: the agents whose work next invalidates

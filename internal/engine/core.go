@@ -1,0 +1,392 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
+	"github.com/aot-loop/aot/internal/workspace"
+)
+
+// Core is the coordinator's decisions for a driver other than Run: the
+// Temporal workflow (package durable) drives the very code a local run
+// does, and carries out its effects through a Host. A Core is not safe for
+// concurrent use: its driver calls it from one goroutine (or one workflow
+// coroutine at a time), and so do the Host's methods it calls back.
+type Core struct {
+	e *engine
+	h Host
+}
+
+// Host carries out a Core's effects. Start and Cancel return at once;
+// Drain, Checks and RunAgent block until done.
+type Host interface {
+	// Now is the driver's clock (workflow.Now in a workflow).
+	Now() time.Time
+	// Event records a journal event.
+	Event(ev journal.Event)
+	// Say shows a progress line to people.
+	Say(line string)
+	// Start begins an attempt; the driver reports its end with
+	// Core.Finish.
+	Start(a Attempt)
+	// Cancel cancels an attempt in flight; its result is discarded (the
+	// driver still reports its end with Core.Finish).
+	Cancel(id int)
+	// Drain waits, bounded, for the cancelled attempts, reporting each
+	// end with Core.Finish.
+	Drain()
+	// Checks runs the base case on the merged work, with the judge when
+	// judges is set.
+	Checks(judges bool) (verify.Report, error)
+	// RunAgent runs one agent to its end (the base case's planner).
+	RunAgent(t agent.Task) (agent.Result, error, time.Duration)
+}
+
+// Attempt is one agent run the Core decided.
+type Attempt struct {
+	ID      int        `json:"id"`
+	Atom    string     `json:"atom"`
+	Role    agent.Role `json:"role"`
+	N       int        `json:"n"` // the atom's attempt number
+	Task    agent.Task `json:"task"`
+	Started time.Time  `json:"started"`
+}
+
+// Finished is an attempt's end as its driver reports it.
+type Finished struct {
+	Result agent.Result
+	Err    error // the attempt failed (an *agent.AttemptError classifies it)
+	Dur    time.Duration
+	// Merge is what integrating a worker's work did (nil: nothing to
+	// merge, or no isolation); Branch names the attempt's branch.
+	Merge  *workspace.Merge
+	Branch string
+}
+
+// CoreOptions configure a Core, as Options configure Run.
+type CoreOptions struct {
+	MaxParallel   int
+	MaxIterations int
+	AgentTimeout  time.Duration
+	RetryBackoff  time.Duration
+	MaxBackoff    time.Duration
+	NoWait        bool
+	// Workdir and StateFile are what the agents' tasks name: a driver
+	// whose agents run elsewhere gives them relative to the repository.
+	Workdir   string
+	StateFile string
+	Agents    map[string]string
+	// Carry resumes a Core where an earlier one stopped (Carry()); nil
+	// starts the loop, as aot run does.
+	Carry *Carry
+}
+
+// Carry is a Core's bookkeeping beyond the state, handed to the next
+// Core of the same loop when nothing is in flight (Temporal's
+// Continue-As-New).
+type Carry struct {
+	Usage          agent.Usage           `json:"usage"`
+	Unknown        int                   `json:"unknown,omitempty"`
+	Start          time.Time             `json:"start"`
+	PausedFor      time.Duration         `json:"paused_for,omitempty"`
+	StartIteration int                   `json:"start_iteration,omitempty"`
+	Paused         *PauseInfo            `json:"paused,omitempty"`
+	Next           map[string]agent.Role `json:"next,omitempty"`
+	Notes          map[string]string     `json:"notes,omitempty"`
+	Planned        map[string]bool       `json:"planned,omitempty"`
+	Waiting        map[string]time.Time  `json:"waiting,omitempty"`
+	Reopens        map[string]int        `json:"reopens,omitempty"`
+	Repairs        int                   `json:"repairs,omitempty"`
+	Expands        int                   `json:"expands,omitempty"`
+	QuotaUntil     time.Time             `json:"quota_until,omitempty"`
+	RateUntil      time.Time             `json:"rate_until,omitempty"`
+	RateInRow      int                   `json:"rate_in_row,omitempty"`
+	RateCap        int                   `json:"rate_cap,omitempty"`
+	Attempted      map[string]bool       `json:"attempted,omitempty"`
+	SweepStart     int                   `json:"sweep_start"`
+	SweepReported  bool                  `json:"sweep_reported,omitempty"`
+	SweepRepair    bool                  `json:"sweep_repair,omitempty"`
+	// The run's own bounds, until a redirect sets the constraints.
+	MaxParallel   int `json:"max_parallel,omitempty"`
+	MaxIterations int `json:"max_iterations,omitempty"`
+}
+
+// NewCore starts (or, with o.Carry, resumes) the loop of s, as Run's
+// begin does: orphaned work back to pending, the loop marked running, a
+// run_start or run_resume event. s becomes the Core's.
+func NewCore(s *state.State, o CoreOptions, h Host) *Core {
+	opts := Options{
+		MaxParallel: o.MaxParallel, MaxIterations: o.MaxIterations, AgentTimeout: o.AgentTimeout,
+		RetryBackoff: o.RetryBackoff, MaxBackoff: o.MaxBackoff, NoWait: o.NoWait,
+		Workdir: o.Workdir, StateFile: o.StateFile, Agents: o.Agents,
+		Now: h.Now, Progress: sayTo{h}, Heartbeat: time.Hour,
+	}
+	if opts.AgentTimeout <= 0 {
+		opts.AgentTimeout = DefaultAgentTimeout
+	}
+	e := newEngine(opts)
+	c := &Core{e: e, h: h}
+	e.fx = hosted{c}
+	e.s = s
+	if cy := o.Carry; cy != nil {
+		c.restore(cy)
+	} else {
+		c.begin()
+	}
+	e.applyBounds()
+	e.dirty = true
+	e.rebuild()
+	if o.Carry == nil {
+		e.newSweep()
+	}
+	return c
+}
+
+// begin is Run's begin without the files.
+func (c *Core) begin() {
+	e, s := c.e, c.e.s
+	prev := s.Control.Status
+	switch prev {
+	case state.ControlStopped, state.ControlCompleted:
+		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: e.runData(map[string]any{"previous_stop_reason": deref(s.Control.StopReason), "stall_count": s.Control.StallCount})})
+		s.Control.StallCount = 0 // a person ran the loop again: the stall window starts afresh
+	default:
+		e.event(journal.Event{Type: journal.RunStart, Data: e.runData(nil)})
+	}
+	for i := range s.Atoms {
+		if a := &s.Atoms[i]; a.Status == state.StatusInProgress {
+			a.Status = state.StatusPending
+			e.event(journal.Event{Type: journal.AtomReset, Atom: a.ID, Reason: "orphaned: in progress when the previous run ended"})
+		}
+	}
+	s.Control.Status = state.ControlRunning
+	s.Control.StopRequested = false
+	s.Control.StopReason = nil
+	s.Control.RedirectRequested = false
+	e.startIter = s.Control.Iteration
+}
+
+func (c *Core) restore(cy *Carry) {
+	e := c.e
+	e.usage, e.unknown = cy.Usage, cy.Unknown
+	e.start, e.pausedFor, e.startIter = cy.Start, cy.PausedFor, cy.StartIteration
+	e.paused = cy.Paused
+	e.next = orEmpty(cy.Next)
+	e.notes = orEmpty(cy.Notes)
+	e.planned = orEmpty(cy.Planned)
+	e.waiting = orEmpty(cy.Waiting)
+	e.reopens = orEmpty(cy.Reopens)
+	e.repairs, e.expands = cy.Repairs, cy.Expands
+	e.quotaUntil = cy.QuotaUntil
+	e.rate = rateState{until: cy.RateUntil, inRow: cy.RateInRow, cap: cy.RateCap}
+	e.attempted = orEmpty(cy.Attempted)
+	e.unattempted = map[string]bool{}
+	e.sweepStart, e.sweepReported, e.sweepRepair = cy.SweepStart, cy.SweepReported, cy.SweepRepair
+	e.opts.MaxParallel, e.opts.MaxIterations = cy.MaxParallel, cy.MaxIterations
+}
+
+func orEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}
+
+// Carry is what the next Core of this loop needs; call it when nothing is
+// in flight.
+func (c *Core) Carry() Carry {
+	e := c.e
+	return Carry{
+		Usage: e.usage, Unknown: e.unknown, Start: e.start, PausedFor: e.pausedFor, StartIteration: e.startIter,
+		Paused: e.paused, Next: e.next, Notes: e.notes, Planned: e.planned, Waiting: e.waiting, Reopens: e.reopens,
+		Repairs: e.repairs, Expands: e.expands, QuotaUntil: e.quotaUntil,
+		RateUntil: e.rate.until, RateInRow: e.rate.inRow, RateCap: e.rate.cap,
+		Attempted: e.attempted, SweepStart: e.sweepStart, SweepReported: e.sweepReported, SweepRepair: e.sweepRepair,
+		MaxParallel: e.opts.MaxParallel, MaxIterations: e.opts.MaxIterations,
+	}
+}
+
+// State is the loop's state as the Core holds it; callers must not change
+// it.
+func (c *Core) State() *state.State { return c.e.s }
+
+// Bounds checks the halting conditions; done means the loop ends with out
+// (after GiveUp).
+func (c *Core) Bounds() (out Outcome, done bool) { return c.e.bounds() }
+
+// GiveUp is the last step before a stop on a bound: the base case is
+// checked, and a loop whose work is done completes instead.
+func (c *Core) GiveUp(out Outcome) Outcome { return c.e.giveUp(context.Background(), out) }
+
+// Schedule starts attempts on the executable atoms while slots are free.
+func (c *Core) Schedule() {
+	e := c.e
+	if e.reshape {
+		e.rebuild()
+	}
+	e.release()
+	e.schedule(context.Background())
+}
+
+// InFlight counts the attempts started and not finished (cancelled ones
+// too, until their end is reported).
+func (c *Core) InFlight() int { return len(c.e.tasks) }
+
+// Quiet reports whether nothing runs and nothing will start by itself: no
+// attempt in flight, no backoff or quota wait, no pause. Then Settle
+// decides what comes next.
+func (c *Core) Quiet() bool {
+	e := c.e
+	return len(e.tasks) == 0 && !e.waitingForTime() && e.paused == nil
+}
+
+// Settle runs when the loop is Quiet: the work is done (the base case is
+// verified, failing work reopened or planned), or the loop is stuck.
+func (c *Core) Settle() (Outcome, bool) { return c.e.idle(context.Background()) }
+
+// Finish integrates an attempt's end.
+func (c *Core) Finish(id int, f Finished) {
+	tr := taskResult{id: id, res: f.Result, err: f.Err, dur: f.Dur}
+	if f.Merge != nil {
+		tr.iso = &taskMerge{attempt: workspace.Attempt{Branch: f.Branch}, merge: f.Merge}
+	}
+	c.e.integrate(context.Background(), tr)
+}
+
+// AfterFinish ends a sweep when every executable atom has had its attempt,
+// and looks for the cause of a sweep without progress; done means the
+// loop ends with out.
+func (c *Core) AfterFinish() (Outcome, bool) {
+	e := c.e
+	if e.checkSweep() {
+		if out, done := e.afterStall(context.Background()); done {
+			return e.giveUp(context.Background(), out), true
+		}
+	}
+	return Outcome{}, false
+}
+
+// Wake is when the loop next has something to do by itself: a backoff
+// ends, a quota or rate limit resets, max_wall_time is spent. Zero: no
+// such time.
+func (c *Core) Wake() time.Time {
+	e := c.e
+	var next time.Time
+	earlier := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, until := range e.waiting {
+		earlier(until)
+	}
+	if e.now().Before(e.quotaUntil) {
+		earlier(e.quotaUntil)
+	}
+	if e.now().Before(e.rate.until) {
+		earlier(e.rate.until)
+	}
+	if d := e.wallTime(); d > 0 && e.paused == nil {
+		earlier(e.now().Add(d - e.active()))
+	}
+	return next
+}
+
+// Pause holds the loop: nothing new starts; kill cancels the running
+// attempts (their atoms go back to pending, not charged).
+func (c *Core) Pause(kill bool, reason string) error { return c.e.pause(kill, reason) }
+
+// Resume ends a pause; ErrNotPaused when there is none.
+func (c *Core) Resume(reason string) error { return c.e.resume(reason) }
+
+// Paused is the pause in force, nil when none.
+func (c *Core) Paused() *PauseInfo { return c.e.paused }
+
+// Check validates a change without applying it.
+func (c *Core) Check(ch Change) error { return Apply(state.Clone(c.e.s), ch, c.e.now()) }
+
+// Redirect applies a person's change to the running loop; it returns the
+// atoms whose attempts it stopped. A refused change changes nothing.
+func (c *Core) Redirect(ch Change) ([]string, error) { return c.e.change(ch) }
+
+// Stop ends the loop at the next bounds check (aot stop).
+func (c *Core) Stop(reason string) {
+	if c.e.stop == nil {
+		c.e.stop = &reason
+	}
+}
+
+// Stopping reports whether a stop was asked for.
+func (c *Core) Stopping() bool { return c.e.stop != nil }
+
+// Halt stops the loop with a reason a bound does not give (a failure of
+// the machinery); Bounds ends the loop with it.
+func (c *Core) Halt(r Reason, msg string) { c.e.stopWith(r, msg) }
+
+// End records how the loop ended: what still runs is cancelled, the state
+// says stopped or completed, a stop event is recorded. landing says where
+// the merged work is.
+func (c *Core) End(out Outcome, landing string) Outcome {
+	c.e.conclude(&out, landing)
+	return out
+}
+
+// Usage is what the loop has spent, and how many attempts reported no
+// usage.
+func (c *Core) Usage() (agent.Usage, int) { return c.e.usage, c.e.unknown }
+
+// Running lists the attempts in flight, in the order they started.
+func (c *Core) Running() []Attempt {
+	e := c.e
+	var out []Attempt
+	for _, id := range e.taskIDs() {
+		if t := e.tasks[id]; !t.discarded {
+			out = append(out, Attempt{ID: t.id, Atom: t.atom, Role: t.role, N: t.attempt, Started: t.start})
+		}
+	}
+	return out
+}
+
+// Dirty reports whether the state changed since MarkClean.
+func (c *Core) Dirty() bool { return c.e.dirty }
+
+// MarkClean notes that the driver has shown the state as it is.
+func (c *Core) MarkClean() { c.e.dirty = false }
+
+// hosted is a Core's effects, carried out by its Host.
+type hosted struct{ c *Core }
+
+func (x hosted) start(_ context.Context, t *task, in agent.Task) {
+	h, id := x.c.h, t.id
+	t.cancel = func() { h.Cancel(id) }
+	h.Start(Attempt{ID: t.id, Atom: t.atom, Role: t.role, N: t.attempt, Task: in, Started: t.start})
+}
+func (x hosted) drain() { x.c.h.Drain() }
+func (x hosted) checks(_ context.Context, judges bool) (verify.Report, error) {
+	return x.c.h.Checks(judges)
+}
+func (x hosted) runAgent(_ context.Context, in agent.Task) (agent.Result, error, time.Duration) {
+	return x.c.h.RunAgent(in)
+}
+func (x hosted) event(ev journal.Event) {
+	if ev.Time.IsZero() {
+		ev.Time = x.c.h.Now()
+	}
+	x.c.h.Event(ev)
+}
+func (hosted) flush() error                 { return nil }
+func (hosted) sync() error                  { return nil }
+func (hosted) pauseMarker(*PauseInfo) error { return nil }
+
+// sayTo hands progress lines to a Host.
+type sayTo struct{ h Host }
+
+func (s sayTo) Write(p []byte) (int, error) {
+	s.h.Say(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
