@@ -352,6 +352,18 @@ func (c *Core) Running() []Attempt {
 	return out
 }
 
+// Hold keeps the Core from starting attempts while on is set (a driver
+// about to hand the loop over lets what runs finish first).
+func (c *Core) Hold(on bool) { c.e.hold = on }
+
+// Spent adds what agents the driver ran itself cost (the judge in a
+// verification); unknown counts those that reported nothing.
+func (c *Core) Spent(u agent.Usage, unknown int) {
+	u.Known = true
+	c.e.addKnown(u)
+	c.e.unknown += unknown
+}
+
 // Dirty reports whether the state changed since MarkClean.
 func (c *Core) Dirty() bool { return c.e.dirty }
 
@@ -390,3 +402,55 @@ func (s sayTo) Write(p []byte) (int, error) {
 	s.h.Say(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// CheckReport is a verification's result with what its judge did.
+type CheckReport struct {
+	Report  verify.Report   `json:"report"`
+	Events  []journal.Event `json:"events,omitempty"` // the judge's rulings and confirmations
+	Usage   agent.Usage     `json:"usage"`            // the judge's spend
+	Unknown int             `json:"unknown,omitempty"`
+}
+
+// CheckBaseCase verifies s's base case in dir as a local run does, its
+// judged checks by judgeAgent (an agent in the judge role; nil: they count as
+// not passed, not judged). A driver whose checks run elsewhere (an aot
+// worker) calls it there and hands the report to its Core's Host.Checks.
+func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent agent.Agent, agentTimeout, checkTimeout time.Duration) (CheckReport, error) {
+	if agentTimeout <= 0 {
+		agentTimeout = DefaultAgentTimeout
+	}
+	if checkTimeout <= 0 {
+		checkTimeout = verify.DefaultTimeout
+	}
+	e := newEngine(Options{Agent: judgeAgent, Workdir: dir, AgentTimeout: agentTimeout, CheckTimeout: checkTimeout})
+	e.s = s
+	col := &collected{}
+	e.fx = col
+	opts := verify.Options{Dir: dir, Timeout: checkTimeout}
+	if judgeAgent != nil {
+		opts.Judge = &judge{e: e}
+	}
+	rep, err := e.baseCase(ctx, opts)
+	return CheckReport{Report: rep, Events: col.events, Usage: e.usage, Unknown: e.unknown}, err
+}
+
+// collected keeps the events of a verification run away from a loop.
+type collected struct{ events []journal.Event }
+
+func (c *collected) start(context.Context, *task, agent.Task) {}
+func (c *collected) drain()                                   {}
+func (c *collected) checks(context.Context, bool) (verify.Report, error) {
+	return verify.Report{}, nil
+}
+func (c *collected) runAgent(context.Context, agent.Task) (agent.Result, error, time.Duration) {
+	return agent.Result{}, nil, 0
+}
+func (c *collected) event(ev journal.Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	c.events = append(c.events, ev)
+}
+func (c *collected) flush() error                 { return nil }
+func (c *collected) sync() error                  { return nil }
+func (c *collected) pauseMarker(*PauseInfo) error { return nil }

@@ -174,6 +174,7 @@ type engine struct {
 	isoCap        int        // the parallelism the isolation mode allows, 0 = no cap
 	serial        bool       // no isolation: workers one at a time unless their scopes are disjoint
 	lastBeat      time.Time
+	hold          bool // the driver starts nothing new for now (Core.Hold)
 
 	// Incremental view of the graph, so a transition costs the same at 10
 	// or 100,000 atoms: rebuilt only when the graph's shape changes.
@@ -682,7 +683,7 @@ func (e *engine) outcome(r Reason, msg string) Outcome {
 // schedule starts agents on executable atoms while slots are free.
 func (e *engine) schedule(ctx context.Context) {
 	free := e.slots() - len(e.tasks)
-	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.paused != nil || e.now().Before(e.quotaUntil) || e.now().Before(e.rate.until) {
+	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.hold || e.paused != nil || e.now().Before(e.quotaUntil) || e.now().Before(e.rate.until) {
 		return
 	}
 	var cands []*state.Atom
