@@ -177,6 +177,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 				res.Kind = ae.Kind
 			}
 			res.Result.Usage = ae.Usage
+			res.RetryAfter = ae.RetryAfter
 		}
 		if timedOut {
 			res.Kind = agent.KindTimeout

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/state"
-	"github.com/aot-loop/aot/internal/verify"
 	"github.com/aot-loop/aot/internal/workspace"
 )
 
@@ -96,9 +98,10 @@ func (a *Activities) mergeOnce(ctx context.Context, c *clone, in MergeInput, tip
 	return MergeResult{Commit: commit, Files: files}, true, nil
 }
 
-// Verify runs the state's base case in a worktree at in.Commit, with the
-// worktree's root as the project folder. A worker has no judge: an
-// assertion or quality check counts as not passed, and its failure says so.
+// Verify runs the state's base case in a worktree at in.Commit, in the
+// project's folder, as a local run verifies it (engine.CheckBaseCase):
+// with in.Judge, the loop's agent in the judge role on this worker rules
+// on the assertion and quality checks; without, they count as not passed.
 func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, error) {
 	stop := a.heartbeat(ctx, "verify "+short(in.Commit))
 	defer stop()
@@ -118,40 +121,22 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 		return VerifyResult{}, err
 	}
 	defer wt.remove()
-	rep, err := verify.BaseCase(ctx, s.Objective.BaseCase, verify.Options{Dir: wt.dir})
+	dir := wt.dir
+	if p := strings.Trim(in.Project, "/"); p != "" {
+		dir = filepath.Join(wt.dir, filepath.FromSlash(p))
+	}
+	var judge agent.Agent
+	if in.Judge && a.NewAgent != nil {
+		if judge, err = a.NewAgent(in.Agent, agent.Judge, filepath.Join(a.Cache, "logs", nameFor(in.Loop))); err != nil {
+			judge = nil // judged checks count as not passed; the report says they were not judged
+		}
+	}
+	out, err := engine.CheckBaseCase(ctx, s, dir, judge, in.Timeout, 0)
 	if err != nil {
 		if ctx.Err() != nil {
 			return VerifyResult{}, ctx.Err()
 		}
 		return VerifyResult{}, nonRetryable(fmt.Errorf("the base case: %w", err))
 	}
-	out := VerifyResult{Passed: rep.Passed}
-	for _, it := range rep.Checklist {
-		out.Failures = append(out.Failures, failures(it, "")...)
-	}
 	return out, nil
-}
-
-// failures are the items of r that did not pass, one line each, nested
-// items under their group's name.
-func failures(r verify.ItemResult, prefix string) []string {
-	if r.Passed {
-		return nil
-	}
-	name := prefix + r.Item
-	var out []string
-	for _, sub := range append(r.GroupResults, r.AnyOfResults...) {
-		out = append(out, failures(sub, name+" / ")...)
-	}
-	if len(out) > 0 && len(r.GroupResults) > 0 {
-		return out
-	}
-	evidence := strings.TrimSpace(r.Evidence)
-	if r.NeedsJudge {
-		evidence += " (aot workers run no judge: a judged check counts as not passed)"
-	}
-	if evidence == "" {
-		return append(out, name)
-	}
-	return append([]string{name + ": " + evidence}, out...)
 }

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/backend"
 )
 
@@ -387,35 +389,46 @@ func TestVerifyRunsTheBaseCaseAtTheCommit(t *testing.T) {
 	plain := []byte(strings.Replace(verifyState, "%s\n", "", 1))
 	judged := []byte(strings.Replace(verifyState, "%s", `      - item: "reads well"
         check:
-          type: quality
-          criteria: "clear"`, 1))
+          type: assertion
+          value: "a.txt reads well"`, 1))
+	judge := func(passed bool, why string) AgentChoice {
+		return AgentChoice{Agent: "exec", Command: fmt.Sprintf(`echo '{"passed": %t, "evidence": "%s"}'`, passed, why)}
+	}
 
 	for _, tc := range []struct {
 		name     string
 		commit   string
 		state    []byte
+		judge    *AgentChoice
 		passed   bool
 		failures []string // prefixes
 	}{
-		{"passes at the work", done, plain, true, nil},
-		{"fails at the seed", seed, plain, false, []string{"a.txt is there: ", "it says a: "}},
-		{"a judged check is not passed", done, judged, false, []string{"reads well: "}},
+		{"passes at the work", done, plain, nil, true, nil},
+		{"fails at the seed", seed, plain, nil, false, []string{"a.txt is there: ", "it says a: "}},
+		{"a judged check without a judge is not passed", done, judged, nil, false, []string{"reads well: not judged"}},
+		{"the worker's judge passes a judged check", done, judged, ptr(judge(true, "it does")), true, nil},
+		{"the worker's judge fails a judged check", done, judged, ptr(judge(false, "it rambles")), false, []string{"reads well: it rambles"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := a.Verify(context.Background(), VerifyInput{Repo: repo, Commit: tc.commit, State: tc.state})
+			in := VerifyInput{Repo: repo, Commit: tc.commit, State: tc.state}
+			if tc.judge != nil {
+				in.Judge, in.Agent = true, *tc.judge
+			}
+			r, err := a.Verify(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Passed != tc.passed || len(r.Failures) != len(tc.failures) {
-				t.Fatalf("verdict: %+v", r)
+			failures := engine.Failures(r.Report)
+			if r.Report.Passed != tc.passed || len(failures) != len(tc.failures) {
+				t.Fatalf("verdict: %+v, failures %q", r.Report, failures)
 			}
 			for i, p := range tc.failures {
-				if !strings.HasPrefix(r.Failures[i], p) {
-					t.Errorf("failure %d = %q, want it to start with %q", i, r.Failures[i], p)
+				if !strings.HasPrefix(failures[i], p) {
+					t.Errorf("failure %d = %q, want it to start with %q", i, failures[i], p)
 				}
 			}
-			if tc.name == "a judged check is not passed" && !strings.Contains(r.Failures[0], "no judge") {
-				t.Errorf("the failure does not say the worker has no judge: %q", r.Failures[0])
+			if tc.judge != nil && (len(r.Events) != 1 || r.Events[0].Role != string(agent.Judge)) {
+				t.Errorf("the judge's ruling is not among the events: %+v", r.Events)
 			}
 		})
 	}
@@ -453,3 +466,5 @@ func TestSweepRemovesWorktreesOfDeadWorkers(t *testing.T) {
 	live.remove()
 	noWorktrees(t, a)
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,26 @@ type Marker struct {
 	Repo       string    `json:"repo"`
 	Base       string    `json:"base"`
 	Started    time.Time `json:"started"`
+	// stateFile is where the marker was read or written.
+	stateFile string
+}
+
+// seen is the sequence number of the last workflow event in the local
+// journal (0: none, or the marker was not read from a state file).
+func (m Marker) seen() int {
+	if m.stateFile == "" {
+		return 0
+	}
+	data, err := os.ReadFile(seqPath(m.stateFile))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return n
+}
+
+func seqPath(stateFile string) string {
+	return filepath.Join(journal.DirFor(stateFile), "temporal.seq")
 }
 
 func markerPath(stateFile string) string {
@@ -55,6 +76,7 @@ func ReadMarker(stateFile string) (Marker, bool) {
 	if json.Unmarshal(data, &m) != nil || m.WorkflowID == "" {
 		return Marker{}, false
 	}
+	m.stateFile = stateFile
 	return m, true
 }
 
@@ -129,7 +151,7 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 		rel = abs
 	}
 	id := WorkflowID(repo, rel)
-	m := Marker{WorkflowID: id, Namespace: o.Namespace, Address: o.Address, TaskQueue: o.TaskQueue, Repo: repo, Base: "aot/" + id + "/integration"}
+	m := Marker{WorkflowID: id, Namespace: o.Namespace, Address: o.Address, TaskQueue: o.TaskQueue, Repo: repo, Base: "aot/" + id + "/integration", stateFile: o.StateFile}
 	// A running workflow of this loop: attach to it.
 	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil &&
 		d.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
@@ -156,8 +178,13 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 		return Marker{}, false, fmt.Errorf("push the integration branch: %w", err)
 	}
 	s.Control.Status = state.ControlRunning
+	project, _ := filepath.Rel(top, root)
+	if project == "." || strings.HasPrefix(project, "..") {
+		project = ""
+	}
 	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: m.Base, BaseCommit: head, Agent: o.Agent,
-		MaxParallel: o.MaxParallel, MaxIterations: o.MaxIterations, AgentTimeout: o.AgentTimeout}
+		MaxParallel: o.MaxParallel, MaxIterations: o.MaxIterations, AgentTimeout: o.AgentTimeout,
+		Project: filepath.ToSlash(project), StateFile: filepath.ToSlash(rel)}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: o.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -172,12 +199,14 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	}
 	m.RunID = run.GetRunID()
 	m.Started = time.Now()
+	_ = os.Remove(seqPath(o.StateFile)) // a new workflow numbers its events afresh
 	return m, false, writeMarker(o.StateFile, m)
 }
 
-// Query asks the workflow for its status.
+// Query asks the workflow for its status, with the journal events it
+// keeps that the local journal does not have yet.
 func Query(ctx context.Context, c client.Client, m Marker) (Status, error) {
-	v, err := c.QueryWorkflow(ctx, m.WorkflowID, "", QueryStatus)
+	v, err := c.QueryWorkflow(ctx, m.WorkflowID, "", QueryStatus, m.seen())
 	if err != nil {
 		return Status{}, err
 	}
@@ -189,7 +218,8 @@ func Query(ctx context.Context, c client.Client, m Marker) (Status, error) {
 }
 
 // Project writes the workflow's state into the local state file through
-// the store, when it differs.
+// the store, and appends the events the local journal lacks, so that aot
+// status, aot logs and the dashboard show the loop as the workflow has it.
 func Project(stateFile string, st Status) error {
 	next, err := state.Parse(st.State)
 	if err != nil {
@@ -197,9 +227,46 @@ func Project(stateFile string, st Status) error {
 	}
 	_, err = state.NewStore(stateFile).Update(func(s *state.State) error {
 		state.CopyInto(s, next)
-		return nil
+		return appendEvents(stateFile, st)
 	})
 	return err
+}
+
+// appendEvents appends st's events after the last one appended (their
+// sequence numbers end at st.EventSeq), under the state file's lock.
+func appendEvents(stateFile string, st Status) error {
+	seqFile := seqPath(stateFile)
+	last := 0
+	if data, err := os.ReadFile(seqFile); err == nil {
+		last, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	}
+	if st.EventSeq < last {
+		last = 0 // a new loop of the same workflow id
+	}
+	first := st.EventSeq - len(st.Events) + 1
+	var todo []journal.Event
+	for i, ev := range st.Events {
+		if first+i > last {
+			todo = append(todo, ev)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	jr, err := journal.Open(journal.PathFor(stateFile))
+	if err != nil {
+		return err
+	}
+	for _, ev := range todo {
+		if err := jr.Append(ev); err != nil {
+			_ = jr.Close()
+			return err
+		}
+	}
+	if err := jr.Close(); err != nil {
+		return err
+	}
+	return state.WriteFile(seqFile, []byte(strconv.Itoa(st.EventSeq)+"\n"), journal.FileMode)
 }
 
 // Attach keeps the local state file in step with the workflow until it

@@ -10,20 +10,21 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/journal"
 )
 
 // Names registered with Temporal.
 const (
-	WorkflowName       = "aot.Loop"
-	AttemptActivity    = "aot.Attempt"
-	MergeActivity      = "aot.Merge"
-	VerifyActivity     = "aot.Verify"
-	DefaultTaskQueue   = "aot"
-	SignalPause        = "pause"
-	SignalResume       = "resume"
-	UpdateRedirect     = "redirect"
-	QueryStatus        = "status"
-	ProjectionActivity = "aot.Project" // runs on the task queue of the aot run that is attached (see ProjectionQueue)
+	WorkflowName     = "aot.Loop"
+	AttemptActivity  = "aot.Attempt"
+	MergeActivity    = "aot.Merge"
+	VerifyActivity   = "aot.Verify"
+	DefaultTaskQueue = "aot"
+	SignalPause      = "pause"
+	SignalResume     = "resume"
+	UpdateRedirect   = "redirect"
+	QueryStatus      = "status"
 )
 
 // LoopInput starts (or continues as new) a loop workflow.
@@ -44,15 +45,16 @@ type LoopInput struct {
 	MaxParallel   int           `json:"max_parallel,omitempty"`
 	MaxIterations int           `json:"max_iterations,omitempty"`
 	AgentTimeout  time.Duration `json:"agent_timeout,omitempty"`
-	// ProjectionQueue is the task queue of the aot run that is attached: the
-	// workflow sends it the state after changes (ProjectionActivity, with a
-	// Status), best effort. Empty: no projection.
-	ProjectionQueue string `json:"projection_queue,omitempty"`
 	// ContinueAfter is how many activities (attempts and merges) one
 	// workflow run finishes before it continues as new (0: 2,000, about
 	// 12,000 history events); the server's suggestion and a history of
 	// 10,000 events also end a run.
 	ContinueAfter int `json:"continue_after,omitempty"`
+	// Project is the project's folder in the repository ("" for its
+	// root, slash-separated): where agents and checks run in a worker's
+	// checkout. StateFile is the state file's path in the repository.
+	Project   string `json:"project,omitempty"`
+	StateFile string `json:"state_file,omitempty"`
 	// Carried across Continue-As-New.
 	Carry Carry `json:"carry"`
 }
@@ -67,20 +69,15 @@ type AgentChoice struct {
 
 // Carry is what a workflow hands to its continuation.
 type Carry struct {
-	Usage     agent.Usage   `json:"usage"`
-	Unknown   int           `json:"unknown"`
-	Paused    bool          `json:"paused"`
-	Started   time.Time     `json:"started"`
-	PausedFor time.Duration `json:"paused_for"`
-	Runs      int           `json:"runs"` // how many workflow runs this loop has had
+	// Core is the coordinator's bookkeeping beyond the state (spend,
+	// clocks, pause, strategies, backoffs, the sweep); nil when the loop
+	// starts.
+	Core *engine.Carry `json:"core,omitempty"`
+	Runs int           `json:"runs"` // how many workflow runs this loop has had
 	// Head is the integration branch's commit when the run ended.
 	Head string `json:"head,omitempty"`
-	// StartIteration is control.iteration when the loop started (for
-	// MaxIterations, a bound on this loop's iterations).
-	StartIteration int       `json:"start_iteration,omitempty"`
-	PausedSince    time.Time `json:"paused_since,omitempty"`
-	PauseKill      bool      `json:"pause_kill,omitempty"`
-	PauseReason    string    `json:"pause_reason,omitempty"`
+	// Events is the sequence number of the last event recorded.
+	Events int `json:"events,omitempty"`
 }
 
 // PauseRequest is SignalPause's payload: Kill cancels the running attempts
@@ -118,6 +115,8 @@ type AttemptResult struct {
 	Files   []string     `json:"files,omitempty"`
 	Worker  string       `json:"worker"` // host and pid of the worker that ran it
 	Unknown bool         `json:"usage_unknown,omitempty"`
+	// RetryAfter is how long the provider asked to wait (rate limits).
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
 }
 
 // MergeInput merges an atom's branch into the integration branch.
@@ -136,18 +135,22 @@ type MergeResult struct {
 	Files    []string `json:"files,omitempty"`
 }
 
-// VerifyInput runs the base case on the integration branch's head.
+// VerifyInput runs the base case on the integration branch's head, in
+// the project's folder; with Judge, judged checks go to the loop's agent
+// in the judge role on the worker.
 type VerifyInput struct {
-	Repo   string `json:"repo"`
-	Commit string `json:"commit"`
-	State  []byte `json:"state"`
+	Repo    string        `json:"repo"`
+	Commit  string        `json:"commit"`
+	State   []byte        `json:"state"`
+	Project string        `json:"project,omitempty"`
+	Judge   bool          `json:"judge,omitempty"`
+	Agent   AgentChoice   `json:"agent"`
+	Timeout time.Duration `json:"timeout,omitempty"` // per judge
+	Loop    string        `json:"loop,omitempty"`
 }
 
-// VerifyResult is the base case's verdict.
-type VerifyResult struct {
-	Passed   bool     `json:"passed"`
-	Failures []string `json:"failures,omitempty"`
-}
+// VerifyResult is the base case's report with what its judge did.
+type VerifyResult = engine.CheckReport
 
 // Status is what the status query answers.
 type Status struct {
@@ -158,10 +161,15 @@ type Status struct {
 	Iteration int         `json:"iteration"`
 	Done      bool        `json:"done"`
 	Outcome   *Outcome    `json:"outcome,omitempty"`
+	// Events are the loop's journal events after the query's "since"
+	// (at most the last eventRing); EventSeq numbers the last one.
+	Events   []journal.Event `json:"events,omitempty"`
+	EventSeq int             `json:"event_seq"`
 }
 
 // Running is an attempt in flight.
 type Running struct {
+	Role    string    `json:"role,omitempty"`
 	Atom    string    `json:"atom"`
 	Attempt int       `json:"attempt"`
 	Started time.Time `json:"started"`

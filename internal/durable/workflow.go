@@ -1,8 +1,10 @@
 package durable
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -12,18 +14,21 @@ import (
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
+	"github.com/aot-loop/aot/internal/workspace"
 )
 
-// The workflow makes the local engine's decisions (engine/engine.go,
-// sweep.go, steps.go) over the same pure packages, state and dag: which
-// atoms run, in what order, how failures count, when OR groups backtrack,
-// when a bound stops the loop. Everything that touches the world is an
-// activity: the agent attempts, the merges into the integration branch,
-// the base case's verification, the projection into the attached client's
-// state file. The workflow code itself is deterministic under replay: its
-// clock is workflow.Now, its waits are timers and selectors, and nothing
-// depends on the order of a map.
+// The workflow drives the local engine's own decisions (engine.Core: the
+// same code aot run executes) and carries out their effects the Temporal
+// way: each agent attempt (worker, probe, planner) is an activity on an aot
+// worker, the merge of a worker's branch into the integration branch is an
+// activity of its own (one at a time, in the order the agents finished,
+// which is dependency order: an atom starts only once its dependencies are
+// merged), and so is each verification of the base case (judge included).
+// Its clock is workflow.Now, its waits are timers and selectors, and
+// nothing depends on the order of a map, so it replays deterministically.
 
 // Workflow defaults.
 const (
@@ -31,8 +36,10 @@ const (
 	historyLimit         = 10000 // events in one run before it continues as new
 	attemptMargin        = 10 * time.Minute
 	attemptHeartbeat     = 30 * time.Second
-	projectEvery         = 2 * time.Second
-	rateLimitWait        = 30 * time.Second
+	drainWait            = time.Minute
+	// eventRing is how many journal events the workflow keeps for the
+	// status query.
+	eventRing = 512
 	// reportedFailure is the kind an activity may give an agent's own "no";
 	// empty with Success false means the same.
 	reportedFailure agent.Kind = "reported_failure"
@@ -43,285 +50,155 @@ func RegisterWorkflow(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(Loop, workflow.RegisterOptions{Name: WorkflowName})
 }
 
-// attempt is one agent attempt in flight, then its merge.
+// attempt is one attempt activity in flight, then its merge.
 type attempt struct {
-	seq       int
-	atom      string
-	n         int
+	engine.Attempt
 	branch    string
-	started   time.Time
 	fut       workflow.Future // the attempt activity; nil once its result is in
 	cancel    workflow.CancelFunc
-	discarded bool           // cancelled by a redirect, a pause or a stop: its result is ignored
-	res       *AttemptResult // the agent succeeded with a commit: waiting for its merge
-}
-
-// pause is a person's hold on the loop.
-type pause struct {
-	since  time.Time
-	kill   bool
-	reason string
+	discarded bool           // the Core cancelled it: its result is ignored
+	res       *AttemptResult // a worker succeeded with a commit: waiting for its merge
 }
 
 type loop struct {
 	in   LoopInput
 	id   string
-	s    *state.State
+	ctx  workflow.Context // where the host's activities run; disconnected once the workflow is cancelled
+	core *engine.Core
 	head string
 
-	// Incremental view of the graph (as the engine's), rebuilt when its
-	// shape changes.
-	ix         *dag.Index
-	reshape    bool
-	ready      map[string]bool
-	queue      readyQueue
-	bindIdx    map[string]int
-	unresolved int
+	tasks    map[int]*attempt
+	merges   []int // attempts waiting for their merge, in the order their agents finished
+	merging  *attempt
+	mergeF   workflow.Future
+	finished int // activities finished in this run
 
-	tasks   map[int]*attempt
-	busy    map[string]int // atom -> seq of its attempt
-	nextSeq int
-	waiting map[string]time.Time // atom -> end of its backoff
-	merges  []int                // attempts waiting for their merge, in the order their agents finished
-	merging *attempt
-	mergeF  workflow.Future
-
-	usage      agent.Usage
-	unknown    int
-	started    time.Time
-	pausedFor  time.Duration
-	paused     *pause
-	startIter  int
-	parallel   int
-	maxIter    int
-	quotaUntil time.Time
-
-	// Sweeps (engine/sweep.go).
-	attempted     map[string]bool
-	unattempted   map[string]bool
-	sweepStart    int
-	sweepReported bool
-
-	draining   bool
-	halt       *Outcome
 	continuing bool
-	finished   int  // activities finished in this run
-	gen        int  // bumped by every redirect
 	ending     bool // the loop is stopping: redirects are refused
+	outcome    *Outcome
+
+	events   []journal.Event // the last eventRing events
+	eventSeq int
 
 	pauseCh, resumeCh workflow.ReceiveChannel
 	wake              workflow.Channel
 	timerAt           time.Time
 	timerF            workflow.Future
 	timerCancel       workflow.CancelFunc
-	dirty             bool
-	projF             workflow.Future
-	lastProject       time.Time
-	outcome           *Outcome
 }
 
 // Loop is the workflow of one loop, registered as WorkflowName. It returns
 // the loop's Outcome (never an error for a stop of the loop itself), or a
 // ContinueAsNewError with the loop so far.
 func Loop(ctx workflow.Context, in LoopInput) (Outcome, error) {
-	l, err := newLoop(ctx, in)
+	s, err := state.Parse(in.State)
 	if err != nil {
-		return Outcome{Reason: string(engine.Failed), ExitCode: engine.Failed.ExitCode(), Message: err.Error()}, nil
+		return outcomeOf(engine.Failed, "the loop's state: "+err.Error()), nil
 	}
+	l := &loop{
+		in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, ctx: ctx, head: in.BaseCommit,
+		tasks:    map[int]*attempt{},
+		eventSeq: in.Carry.Events,
+		pauseCh:  workflow.GetSignalChannel(ctx, SignalPause),
+		resumeCh: workflow.GetSignalChannel(ctx, SignalResume),
+		wake:     workflow.NewBufferedChannel(ctx, 1),
+	}
+	if in.Carry.Head != "" {
+		l.head = in.Carry.Head
+	}
+	l.core = engine.NewCore(s, engine.CoreOptions{
+		MaxParallel: in.MaxParallel, MaxIterations: in.MaxIterations, AgentTimeout: in.AgentTimeout,
+		Workdir: in.Project, StateFile: in.StateFile, Agents: in.Agent.describe(), Carry: in.Carry.Core,
+	}, l)
 	if err := l.register(ctx); err != nil {
 		return Outcome{}, err
 	}
 	return l.run(ctx)
 }
 
-func newLoop(ctx workflow.Context, in LoopInput) (*loop, error) {
-	s, err := state.Parse(in.State)
-	if err != nil {
-		return nil, fmt.Errorf("the loop's state: %w", err)
-	}
-	now := workflow.Now(ctx)
-	l := &loop{
-		in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, s: s, head: in.BaseCommit,
-		tasks: map[int]*attempt{}, busy: map[string]int{}, waiting: map[string]time.Time{},
-		usage: in.Carry.Usage, unknown: in.Carry.Unknown, started: in.Carry.Started, pausedFor: in.Carry.PausedFor,
-		startIter: in.Carry.StartIteration,
-		pauseCh:   workflow.GetSignalChannel(ctx, SignalPause),
-		resumeCh:  workflow.GetSignalChannel(ctx, SignalResume),
-		wake:      workflow.NewBufferedChannel(ctx, 1),
-		dirty:     true,
-	}
-	l.usage.Known = true
-	if in.Carry.Head != "" {
-		l.head = in.Carry.Head
-	}
-	if in.Carry.Paused {
-		l.paused = &pause{since: in.Carry.PausedSince, kill: in.Carry.PauseKill, reason: in.Carry.PauseReason}
-	}
-	if in.Carry.Runs == 0 {
-		// The loop's first run: as the engine's begin.
-		l.started = now
-		l.startIter = s.Control.Iteration
-		for i := range s.Atoms {
-			if s.Atoms[i].Status == state.StatusInProgress {
-				s.Atoms[i].Status = state.StatusPending // orphaned by an earlier run
-			}
-		}
-		if s.Control.Status == state.ControlStopped || s.Control.Status == state.ControlCompleted {
-			s.Control.StallCount = 0 // a person ran the loop again
-		}
-		s.Control.Status = state.ControlRunning
-		s.Control.StopRequested = false
-		s.Control.StopReason = nil
-		s.Control.RedirectRequested = false
-	}
-	l.applyBounds()
-	l.rebuild()
-	l.newSweep()
-	return l, nil
-}
-
-// applyBounds takes the run's bounds from the constraints and the input, as
-// the engine's applyBounds.
-func (l *loop) applyBounds() {
-	c := l.s.Objective.Constraints
-	l.parallel = c.MaxParallelAgents
-	if l.in.MaxParallel > 0 {
-		l.parallel = l.in.MaxParallel
-	}
-	if l.parallel <= 0 {
-		l.parallel = state.DefaultMaxParallelAgents
-	}
-	l.maxIter = c.MaxIterations
-	if l.in.MaxIterations > 0 {
-		l.maxIter = l.startIter + l.in.MaxIterations
-	}
-}
-
-// run is the coordinator: schedule, wait, integrate, evaluate, until a
-// bound, a stop or the end of this run's share of history.
+// run is the coordinator's loop, as the engine's: schedule, wait,
+// integrate, evaluate, until a bound, a stop or the end of this run's
+// share of history.
 func (l *loop) run(ctx workflow.Context) (Outcome, error) {
+	c := l.core
 	for {
-		l.controls(ctx)
-		if ctx.Err() != nil {
-			return l.stop(ctx), nil
+		l.controls()
+		l.cancelled(ctx)
+		if out, done := c.Bounds(); done {
+			return l.finish(c.GiveUp(out)), nil
 		}
-		if out, done := l.bounds(ctx); done {
-			l.landMerges(ctx, true)
-			return l.finish(ctx, l.giveUp(ctx, out)), nil
-		}
-		if l.reshape {
-			l.rebuild()
-		}
-		l.release(ctx)
-		l.schedule(ctx)
-		l.startMerge(ctx)
+		c.Schedule()
+		l.startMerge()
 		if !l.continuing && l.shouldContinue(ctx) {
 			l.continuing = true
+			c.Hold(true) // what runs finishes, then the loop continues as new
 		}
-		if l.continuing && l.inFlight() == 0 {
+		if l.continuing && c.InFlight() == 0 {
 			return Outcome{}, l.continueAsNew(ctx)
 		}
-		if l.inFlight() == 0 && !l.continuing && !l.waitingForTime(ctx) && l.paused == nil {
-			if out, done := l.idle(ctx); done {
-				return l.finish(ctx, out), nil
+		if !l.continuing && c.Quiet() {
+			if out, done := c.Settle(); done {
+				return l.finish(out), nil
 			}
 			continue
 		}
-		l.project(ctx)
 		l.wait(ctx)
-	}
-}
-
-// inFlight counts the activities the loop waits for: attempts (discarded
-// ones too, until their cancellation is in) and merges.
-func (l *loop) inFlight() int { return len(l.tasks) }
-
-// agentsRunning counts the attempts whose agent runs: the parallel slots
-// in use.
-func (l *loop) agentsRunning() int {
-	n := 0
-	for _, t := range l.tasks {
-		if !t.discarded && t.res == nil && t.fut != nil {
-			n++
+		if out, done := c.AfterFinish(); done {
+			return l.finish(out), nil
 		}
 	}
-	return n
 }
 
-func (l *loop) waitingForTime(ctx workflow.Context) bool {
-	return len(l.waiting) > 0 || workflow.Now(ctx).Before(l.quotaUntil)
-}
-
-// seqs returns the attempts in flight in the order they started.
-func (l *loop) seqs() []int {
-	out := make([]int, 0, len(l.tasks))
-	for seq := range l.tasks {
-		out = append(out, seq)
+// cancelled turns the workflow's cancellation (aot stop) into a stop of
+// the Core; the activities that remain (cancelling attempts, the last
+// projection) run on a disconnected context.
+func (l *loop) cancelled(ctx workflow.Context) {
+	if ctx.Err() == nil || l.core.Stopping() {
+		return
 	}
-	slices.Sort(out)
-	return out
+	l.ctx, _ = workflow.NewDisconnectedContext(ctx)
+	l.core.Stop("the workflow was cancelled (aot stop)")
 }
 
 // wait blocks until something happens: an activity ends, a signal or an
-// update arrives, a timer fires (a backoff, max_wall_time, a quota reset,
-// the next projection), or the workflow is cancelled.
+// update arrives, a timer fires (a backoff, a quota reset, max_wall_time,
+// or the workflow is cancelled.
 func (l *loop) wait(ctx workflow.Context) {
 	sel := workflow.NewSelector(ctx)
-	for _, seq := range l.seqs() {
-		t := l.tasks[seq]
+	for _, id := range l.ids() {
+		t := l.tasks[id]
 		if t.fut != nil {
-			sel.AddFuture(t.fut, func(workflow.Future) { l.attemptEnded(ctx, t) })
+			sel.AddFuture(t.fut, func(workflow.Future) { l.attemptEnded(t) })
 		}
 	}
 	if l.mergeF != nil {
-		sel.AddFuture(l.mergeF, func(workflow.Future) { l.mergeEnded(ctx) })
+		sel.AddFuture(l.mergeF, func(workflow.Future) { l.mergeEnded() })
 	}
-	sel.AddReceive(l.pauseCh, func(workflow.ReceiveChannel, bool) { l.controls(ctx) })
-	sel.AddReceive(l.resumeCh, func(workflow.ReceiveChannel, bool) { l.controls(ctx) })
+	sel.AddReceive(l.pauseCh, func(workflow.ReceiveChannel, bool) { l.controls() })
+	sel.AddReceive(l.resumeCh, func(workflow.ReceiveChannel, bool) { l.controls() })
 	sel.AddReceive(l.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
-	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
-	if l.projF != nil && l.dirty {
-		sel.AddFuture(l.projF, func(workflow.Future) { l.projF = nil })
+	if !l.core.Stopping() {
+		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
 	}
 	if f := l.timer(ctx); f != nil {
 		sel.AddFuture(f, func(workflow.Future) { l.timerF, l.timerAt = nil, time.Time{} })
 	}
 	sel.Select(ctx)
 	// Whatever else has ended meanwhile is integrated at once.
-	for _, seq := range l.seqs() {
-		if t := l.tasks[seq]; t != nil && t.fut != nil && t.fut.IsReady() {
-			l.attemptEnded(ctx, t)
+	for _, id := range l.ids() {
+		if t := l.tasks[id]; t != nil && t.fut != nil && t.fut.IsReady() {
+			l.attemptEnded(t)
 		}
 	}
 	if l.mergeF != nil && l.mergeF.IsReady() {
-		l.mergeEnded(ctx)
-	}
-	if l.checkSweep() {
-		l.dirty = true
+		l.mergeEnded()
 	}
 }
 
 // timer keeps one timer for the next deadline the loop waits for.
 func (l *loop) timer(ctx workflow.Context) workflow.Future {
 	now := workflow.Now(ctx)
-	var next time.Time
-	earlier := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	for _, until := range l.waiting {
-		earlier(until)
-	}
-	if now.Before(l.quotaUntil) {
-		earlier(l.quotaUntil)
-	}
-	if d := l.wallTime(); d > 0 && l.paused == nil {
-		earlier(now.Add(d - l.active(now)))
-	}
-	if l.dirty && l.in.ProjectionQueue != "" && l.projF == nil {
-		earlier(l.lastProject.Add(projectEvery))
-	}
+	next := l.core.Wake()
 	if next.IsZero() {
 		return l.timerF
 	}
@@ -338,18 +215,237 @@ func (l *loop) timer(ctx workflow.Context) workflow.Future {
 	return l.timerF
 }
 
+// ids lists the attempts in flight in the order they started.
+func (l *loop) ids() []int {
+	out := make([]int, 0, len(l.tasks))
+	for id := range l.tasks {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The Core's host.
+
+func (l *loop) Now() time.Time { return workflow.Now(l.ctx) }
+
+func (l *loop) Event(ev journal.Event) {
+	l.eventSeq++
+	if len(l.events) == eventRing {
+		l.events = append(l.events[:0], l.events[1:]...)
+	}
+	l.events = append(l.events, ev)
+}
+
+func (l *loop) Say(line string) { workflow.GetLogger(l.ctx).Info(line) }
+
+// Start runs an attempt activity on the integration branch's head. A
+// worker pushes its work to the attempt's branch; probes and planners
+// only read.
+func (l *loop) Start(a engine.Attempt) {
+	t := &attempt{Attempt: a}
+	t.Started = workflow.Now(l.ctx)
+	if a.Role == agent.Worker {
+		t.branch = fmt.Sprintf("aot/%s/%s-%d", l.id, a.Atom, a.N)
+	}
+	actx, cancel := workflow.WithCancel(l.ctx)
+	t.cancel = cancel
+	in := AttemptInput{Loop: l.id, Repo: l.in.Repo, BaseCommit: l.head, Branch: t.branch, Task: a.Task, Agent: l.in.Agent, Timeout: l.agentTimeout()}
+	t.fut = workflow.ExecuteActivity(workflow.WithActivityOptions(actx, l.attemptOptions()), AttemptActivity, in)
+	l.tasks[a.ID] = t
+}
+
+// Cancel cancels an attempt: its activity (the worker kills the agent), or
+// its merge while queued. A merge under way is left to finish.
+func (l *loop) Cancel(id int) {
+	t := l.tasks[id]
+	if t == nil || t.discarded {
+		return
+	}
+	t.discarded = true
+	if t.fut != nil && t.cancel != nil {
+		t.cancel()
+	}
+}
+
+// Drain waits for the cancelled attempts: each activity's end (the worker
+// acknowledges that its agent is killed), bounded by drainWait.
+func (l *loop) Drain() {
+	deadline := workflow.Now(l.ctx).Add(drainWait)
+	for _, id := range l.ids() {
+		t := l.tasks[id]
+		if t == nil || !t.discarded {
+			continue
+		}
+		if t.fut != nil {
+			left := deadline.Sub(workflow.Now(l.ctx))
+			if left <= 0 {
+				continue
+			}
+			ok, _ := workflow.AwaitWithTimeout(l.ctx, left, func() bool { return t.fut.IsReady() })
+			if !ok {
+				continue
+			}
+			l.attemptEnded(t)
+			continue
+		}
+		if t != l.merging {
+			l.done(t, engine.Finished{Err: &agent.AttemptError{Kind: agent.KindCancelled, Reason: "cancelled before its merge"}})
+		}
+	}
+	if l.merging != nil && l.merging.discarded {
+		l.mergeEnded()
+	}
+}
+
+// Checks verifies the base case on the integration branch's head, on a
+// worker.
+func (l *loop) Checks(judges bool) (verify.Report, error) {
+	in := VerifyInput{Repo: l.in.Repo, Commit: l.head, State: state.Marshal(l.core.State()), Project: l.in.Project,
+		Judge: judges, Agent: l.in.Agent, Timeout: l.agentTimeout(), Loop: l.id}
+	var v VerifyResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, l.verifyOptions()), VerifyActivity, in).Get(l.ctx, &v)
+	l.finished++
+	if err != nil {
+		if temporal.IsCanceledError(err) {
+			l.cancelled(l.ctx)
+		}
+		return verify.Report{}, err
+	}
+	for _, ev := range v.Events {
+		l.Event(ev)
+	}
+	l.core.Spent(v.Usage, v.Unknown)
+	return v.Report, nil
+}
+
+// RunAgent runs one agent as an attempt activity and waits for it (the
+// base case's planner).
+func (l *loop) RunAgent(t agent.Task) (agent.Result, error, time.Duration) {
+	start := workflow.Now(l.ctx)
+	in := AttemptInput{Loop: l.id, Repo: l.in.Repo, BaseCommit: l.head, Task: t, Agent: l.in.Agent, Timeout: l.agentTimeout()}
+	var r AttemptResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, l.attemptOptions()), AttemptActivity, in).Get(l.ctx, &r)
+	l.finished++
+	f := finishedOf(r, err)
+	return f.Result, f.Err, workflow.Now(l.ctx).Sub(start)
+}
+
+// Results.
+
+// attemptEnded takes an attempt activity's result: a worker's success with
+// a commit waits for its merge; anything else is the Core's at once.
+func (l *loop) attemptEnded(t *attempt) {
+	if t.fut == nil {
+		return
+	}
+	var r AttemptResult
+	err := t.fut.Get(l.ctx, &r)
+	t.fut = nil
+	l.finished++
+	if err == nil && !t.discarded && t.Role == agent.Worker && r.Commit != "" && r.Kind == "" && r.Result.OK(agent.Worker) && agent.CheckBounds(r.Result) == nil {
+		t.res = &r
+		l.merges = append(l.merges, t.ID)
+		return
+	}
+	l.done(t, finishedOf(r, err))
+}
+
+// finishedOf turns an attempt activity's end into the Core's terms: a
+// failure the agent's backend classified is an *agent.AttemptError; an
+// activity error (Temporal's retries spent: a worker or the repository
+// failed, not the agent) is a crash.
+func finishedOf(r AttemptResult, err error) engine.Finished {
+	r.Result.Usage.Known = !r.Unknown
+	switch {
+	case temporal.IsCanceledError(err):
+		return engine.Finished{Err: &agent.AttemptError{Kind: agent.KindCancelled, Reason: "cancelled; the worker killed the agent"}}
+	case err != nil:
+		return engine.Finished{Err: &agent.AttemptError{Kind: agent.KindCrash, Reason: "the worker failed: " + dag.OneLine(err.Error(), 400)}}
+	case r.Kind != "" && r.Kind != reportedFailure:
+		return engine.Finished{Result: r.Result, Err: &agent.AttemptError{Kind: r.Kind, Reason: failureText(r), Usage: r.Result.Usage, RetryAfter: r.RetryAfter}}
+	}
+	return engine.Finished{Result: r.Result}
+}
+
+func failureText(r AttemptResult) string {
+	if s := strings.TrimSpace(r.Reason); s != "" {
+		return s
+	}
+	if s := strings.TrimSpace(r.Result.Summary); s != "" {
+		return "the worker reported failure: " + s
+	}
+	return string(r.Kind)
+}
+
+// done hands an attempt's end to the Core.
+func (l *loop) done(t *attempt, f engine.Finished) {
+	delete(l.tasks, t.ID)
+	f.Dur = workflow.Now(l.ctx).Sub(t.Started)
+	if f.Branch == "" {
+		f.Branch = t.branch
+	}
+	l.core.Finish(t.ID, f)
+}
+
+// startMerge merges the next successful attempt's branch, one at a time.
+func (l *loop) startMerge() {
+	for l.merging == nil && len(l.merges) > 0 {
+		t := l.tasks[l.merges[0]]
+		l.merges = l.merges[1:]
+		if t == nil {
+			continue
+		}
+		if t.discarded {
+			l.done(t, engine.Finished{Err: &agent.AttemptError{Kind: agent.KindCancelled, Reason: "cancelled before its merge"}})
+			continue
+		}
+		l.merging = t
+		in := MergeInput{Repo: l.in.Repo, Base: l.in.Base, Branch: t.branch, Atom: t.Atom}
+		l.mergeF = workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, mergeOptions()), MergeActivity, in)
+	}
+}
+
+// mergeEnded takes a merge's result: the new head, and the attempt's end
+// for the Core (a conflict fails the attempt; it is re-run on the new
+// head).
+func (l *loop) mergeEnded() {
+	t := l.merging
+	var m MergeResult
+	err := l.mergeF.Get(l.ctx, &m)
+	l.merging, l.mergeF = nil, nil
+	l.finished++
+	if err != nil {
+		l.done(t, engine.Finished{Err: &agent.AttemptError{Kind: agent.KindCrash, Reason: "merge: " + dag.OneLine(err.Error(), 400), Usage: t.res.Result.Usage}})
+		return
+	}
+	if m.Commit != "" {
+		l.head = m.Commit
+	}
+	l.done(t, engine.Finished{Result: t.res.Result, Merge: &workspace.Merge{Commit: m.Commit, Conflict: m.Conflict, ConflictFiles: m.Files, Changed: t.res.Files}})
+}
+
+// landMerges finishes the merges a stop finds queued or under way, so
+// that the state says what the integration branch holds.
+func (l *loop) landMerges() {
+	for {
+		if l.mergeF == nil {
+			l.startMerge()
+		}
+		if l.mergeF == nil {
+			return
+		}
+		l.mergeEnded()
+	}
+}
+
 // continueAsNew hands the loop to a new run of the workflow: the state as
-// it is (nothing in flight), the spend and the clocks.
+// it is (nothing in flight) and the Core's bookkeeping.
 func (l *loop) continueAsNew(ctx workflow.Context) error {
 	next := l.in
-	next.State = state.Marshal(l.s)
-	next.Carry = Carry{
-		Usage: l.usage, Unknown: l.unknown, Started: l.started, PausedFor: l.pausedFor,
-		Runs: l.in.Carry.Runs + 1, Head: l.head, StartIteration: l.startIter,
-	}
-	if p := l.paused; p != nil {
-		next.Carry.Paused, next.Carry.PausedSince, next.Carry.PauseKill, next.Carry.PauseReason = true, p.since, p.kill, p.reason
-	}
+	next.State = state.Marshal(l.core.State())
+	cy := l.core.Carry()
+	next.Carry = Carry{Core: &cy, Runs: l.in.Carry.Runs + 1, Head: l.head, Events: l.eventSeq}
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, next)
 }
 
@@ -366,65 +462,43 @@ func (l *loop) shouldContinue(ctx workflow.Context) bool {
 	return l.finished >= limit
 }
 
-// stop ends a cancelled workflow (aot stop): the running attempts are
-// cancelled with it, the state records the stop.
-func (l *loop) stop(ctx workflow.Context) Outcome {
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	l.landMerges(dctx, false)
-	for _, seq := range l.seqs() {
-		t := l.tasks[seq]
-		l.kill(t, "manual stop")
-		if t.fut != nil {
-			_ = t.fut.Get(dctx, nil) // the worker acknowledges: its agent is killed
-		}
-	}
-	return l.finish(dctx, outcomeOf(engine.ManualStop, "manual stop: the workflow was cancelled (aot stop)"))
-}
-
-// landMerges finishes the merges a stop finds under way, so that the state
-// says what the integration branch holds: the merge in flight always, the
-// queued ones too unless a person stopped the loop.
-func (l *loop) landMerges(ctx workflow.Context, queued bool) {
-	for {
-		if l.mergeF == nil && queued {
-			l.startMerge(ctx)
-		}
-		if l.mergeF == nil {
-			return
-		}
-		l.mergeEnded(ctx)
-	}
-}
-
-// finish records how the loop ended in the state, as the engine's finish.
-func (l *loop) finish(ctx workflow.Context, out Outcome) Outcome {
+// finish records how the loop ended, as the engine's finish: merges under
+// way land, what still runs is cancelled, the state says stopped or
+// completed, and the attached aot run gets the last projection.
+func (l *loop) finish(out engine.Outcome) Outcome {
 	l.ending = true
-	for _, seq := range l.seqs() {
-		l.kill(l.tasks[seq], "the loop stopped: "+out.Reason)
+	if out.Reason != engine.ManualStop {
+		l.landMerges()
+	} else if l.merging != nil {
+		l.mergeEnded()
 	}
-	c := &l.s.Control
-	if out.Reason == string(engine.Completed) {
-		c.Status = state.ControlCompleted
-		c.StopReason = nil
-	} else {
-		c.Status = state.ControlStopped
-		msg := out.Message
-		c.StopReason = &msg
-	}
-	c.StopRequested = false
-	l.paused = nil
-	l.outcome = &out
-	l.dirty = true
-	if l.in.ProjectionQueue != "" {
-		// The last projection is waited for (briefly): it is what the
-		// attached aot run leaves in the state file.
-		_ = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, projectionOptions(l.in.ProjectionQueue)), ProjectionActivity, l.status(ctx)).Get(ctx, nil)
-	}
-	return out
+	out = l.core.End(out, "the merged work is on branch "+l.in.Base+" of "+l.in.Repo)
+	o := Outcome{Reason: string(out.Reason), ExitCode: out.ExitCode, Message: out.Message}
+	l.outcome = &o
+	return o
 }
 
 func outcomeOf(r engine.Reason, msg string) Outcome {
 	return Outcome{Reason: string(r), ExitCode: r.ExitCode(), Message: msg}
+}
+
+// describe names each role's agent for the run_start event, as aot run's.
+func (a AgentChoice) describe() map[string]string {
+	if a.Agent == "" && len(a.Roles) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	if a.Agent != "" {
+		d := a.Agent
+		if a.Model != "" {
+			d += " (model " + a.Model + ")"
+		}
+		out["all"] = d
+	}
+	for r, v := range a.Roles {
+		out[r] = v
+	}
+	return out
 }
 
 // Activity options.
@@ -438,7 +512,7 @@ func (l *loop) agentTimeout() time.Duration {
 
 // attemptOptions: an activity error is infrastructure (a worker died, the
 // repository was unreachable) and Temporal retries it; an agent's failure
-// is a result, counted against max_attempts_per_atom by the workflow.
+// is a result, counted against max_attempts_per_atom by the Core.
 func (l *loop) attemptOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: l.agentTimeout() + attemptMargin,
@@ -467,12 +541,4 @@ func (l *loop) verifyOptions() workflow.ActivityOptions {
 	}
 }
 
-// projectionOptions: best effort, no retries; a client that went away
-// costs one short timeout.
-func projectionOptions(queue string) workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		TaskQueue:              queue,
-		ScheduleToCloseTimeout: 10 * time.Second,
-		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-	}
-}
+var errEnded = errors.New("the loop has ended")

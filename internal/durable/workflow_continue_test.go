@@ -70,7 +70,7 @@ func TestWorkflowContinuesAsNew(t *testing.T) {
 	}
 	for i, next := range continued {
 		c := next.Carry
-		if c.Runs != i+1 || c.Started.IsZero() || c.Head == "" || c.Usage.InputTokens == 0 {
+		if c.Runs != i+1 || c.Core == nil || c.Core.Start.IsZero() || c.Head == "" || c.Core.Usage.InputTokens == 0 || c.Events == 0 {
 			t.Errorf("carry %d: %+v", i, c)
 		}
 		s, err := state.Parse(next.State)
@@ -156,7 +156,7 @@ func TestWorkflowContinuesAsNewWhilePaused(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if c := next.Carry; !c.Paused || c.PauseReason != "lunch" || c.PausedSince.IsZero() {
+	if c := next.Carry; c.Core == nil || c.Core.Paused == nil || c.Core.Paused.Reason != "lunch" || c.Core.Paused.Since.IsZero() {
 		t.Fatalf("carry: %+v", c)
 	}
 	// The next run starts paused: B waits for the resume, two hours later,

@@ -36,7 +36,7 @@ func TestWorkflowPauseResume(t *testing.T) {
 	var paused Status
 	r.env.RegisterDelayedCallback(func() { r.env.SignalWorkflow(SignalPause, PauseRequest{Reason: "lunch"}) }, 5*time.Minute)
 	r.env.RegisterDelayedCallback(func() {
-		v, err := r.env.QueryWorkflow(QueryStatus)
+		v, err := r.env.QueryWorkflow(QueryStatus, 0)
 		if err == nil {
 			_ = v.Get(&paused)
 		}
@@ -107,7 +107,7 @@ func TestWorkflowRedirectRefused(t *testing.T) {
 	var refused error
 	var before, after []byte
 	query := func(into *[]byte) {
-		v, err := r.env.QueryWorkflow(QueryStatus)
+		v, err := r.env.QueryWorkflow(QueryStatus, 0)
 		var st Status
 		if err == nil && v.Get(&st) == nil {
 			*into = st.State
@@ -150,31 +150,50 @@ func TestWorkflowCancelIsAManualStop(t *testing.T) {
 	}
 }
 
-func TestWorkflowProjectsTheState(t *testing.T) {
+func TestWorkflowStatusCarriesTheJournal(t *testing.T) {
 	w := newWorld()
+	w.answer = func(in AttemptInput) (AttemptResult, error) {
+		if in.Task.Atom.ID == "A" && in.Task.Attempt == 1 {
+			return failure("not yet"), nil
+		}
+		return success(in), nil
+	}
 	r := newRun(t, w)
-	slowAttempts(r, 10*time.Minute, success)
-	var queues []string
-	r.env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, args converter.EncodedValues) {
-		if info.ActivityType.Name == ProjectionActivity {
-			queues = append(queues, info.TaskQueue)
+	wantReason(t, r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil))), engine.Completed)
+	query := func(since int) Status {
+		v, err := r.env.QueryWorkflow(QueryStatus, since)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	in := input(loopState(state.Constraints{}, []state.Atom{atom("A"), atom("B", "A")}, nil))
-	in.ProjectionQueue = "aot-client-1"
-	wantReason(t, r.execute(t, in), engine.Completed)
-	if len(w.projected) < 3 {
-		t.Fatalf("%d projections", len(w.projected))
-	}
-	last := w.projected[len(w.projected)-1]
-	s, err := state.Parse(last.State)
-	if err != nil || !last.Done || s.Control.Status != state.ControlCompleted {
-		t.Errorf("the last projection: done %t, state %v (%v)", last.Done, s, err)
-	}
-	for _, q := range queues {
-		if q != "aot-client-1" {
-			t.Errorf("projection on task queue %q", q)
+		var st Status
+		if err := v.Get(&st); err != nil {
+			t.Fatal(err)
 		}
+		return st
+	}
+	st := query(0)
+	var got []string
+	for _, ev := range st.Events {
+		if ev.Time.IsZero() {
+			t.Errorf("%s has no time", ev.Type)
+		}
+		got = append(got, ev.Type+" "+ev.Role+" "+ev.Atom)
+	}
+	// The engine's own events, as its journal has them: A fails, the probe
+	// looks, A's second attempt resolves it, the base case passes.
+	want := []string{"run_start  ", "atom_start worker A", "atom_finish worker A", "backoff  A", "iteration  ", "stall  ",
+		"atom_start probe A", "atom_finish probe A", "atom_start worker A", "merge  A", "atom_finish worker A", "iteration  ", "verify  ", "stop  "}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if st.EventSeq != len(st.Events) {
+		t.Errorf("event_seq %d for %d events", st.EventSeq, len(st.Events))
+	}
+	if later := query(st.EventSeq - 2); len(later.Events) != 2 || later.Events[1].Type != "stop" {
+		t.Errorf("the events after %d: %+v", st.EventSeq-2, later.Events)
+	}
+	if none := query(st.EventSeq); len(none.Events) != 0 {
+		t.Errorf("events after the last: %+v", none.Events)
 	}
 }
 
@@ -186,7 +205,7 @@ func TestWorkflowRedirectCancelsWhatItInvalidates(t *testing.T) {
 	r.env.SetOnActivityCanceledListener(func(info *activity.Info) { cancelled = append(cancelled, info.ActivityID) })
 	var running []Running
 	r.env.RegisterDelayedCallback(func() {
-		if v, err := r.env.QueryWorkflow(QueryStatus); err == nil {
+		if v, err := r.env.QueryWorkflow(QueryStatus, 0); err == nil {
 			var st Status
 			_ = v.Get(&st)
 			running = st.Running

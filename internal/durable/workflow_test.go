@@ -23,19 +23,23 @@ import (
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
 )
 
 // world fakes the workers: attempts, merges and verification answer at
 // once, as the test says, and it records what the workflow asked.
 type world struct {
-	mu        sync.Mutex
-	attempts  []AttemptInput
-	merges    []string // atoms, in merge order
-	verifies  int
-	projected []Status
-	head      int
-	// answer decides an attempt; nil: success with a commit.
+	mu       sync.Mutex
+	attempts []AttemptInput // the workers'
+	others   []AttemptInput // probes and planners
+	merges   []string       // atoms, in merge order
+	verifies int
+	judged   int // verifications asked to judge
+	head     int
+	// answer decides a worker's attempt; nil: success with a commit.
 	answer func(in AttemptInput) (AttemptResult, error)
+	// other decides a probe's or planner's; nil: feasible, nothing to add.
+	other func(in AttemptInput) (AttemptResult, error)
 	// conflict decides a merge's conflict; nil: none.
 	conflict func(in MergeInput) bool
 	passed   bool
@@ -45,6 +49,15 @@ func newWorld() *world { return &world{passed: true} }
 
 func (w *world) attempt(ctx context.Context, in AttemptInput) (AttemptResult, error) {
 	w.mu.Lock()
+	if in.Task.Role != agent.Worker {
+		w.others = append(w.others, in)
+		other := w.other
+		w.mu.Unlock()
+		if other != nil {
+			return other(in)
+		}
+		return AttemptResult{Result: agent.Result{Feasible: true, Findings: "looked at " + in.Task.Atom.ID}, Worker: "test"}, nil
+	}
 	w.attempts = append(w.attempts, in)
 	answer := w.answer
 	w.mu.Unlock()
@@ -56,7 +69,7 @@ func (w *world) attempt(ctx context.Context, in AttemptInput) (AttemptResult, er
 
 func success(in AttemptInput) AttemptResult {
 	return AttemptResult{Result: agent.Result{Success: true, Summary: "did " + in.Task.Atom.ID, Artifacts: []string{in.Task.Atom.ID + ".go"},
-		Usage: agent.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.01}}, Commit: "c-" + in.Branch, Worker: "test"}
+		Usage: agent.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.01}}, Commit: "c-" + in.Branch, Files: []string{in.Task.Atom.ID + ".go"}, Worker: "test"}
 }
 
 func failure(why string) AttemptResult {
@@ -78,17 +91,24 @@ func (w *world) verify(ctx context.Context, in VerifyInput) (VerifyResult, error
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.verifies++
-	if w.passed {
-		return VerifyResult{Passed: true}, nil
+	if in.Judge {
+		w.judged++
 	}
-	return VerifyResult{Failures: []string{"tests: go test failed"}}, nil
+	if w.passed {
+		return VerifyResult{Report: verify.Report{Passed: true, Checklist: []verify.ItemResult{{Item: "tests", Passed: true}}}}, nil
+	}
+	return VerifyResult{Report: verify.Report{Checklist: []verify.ItemResult{{Item: "tests", Evidence: "go test failed"}}}}, nil
 }
 
-func (w *world) project(ctx context.Context, st Status) error {
+// roles lists the probes' and planners' runs, in order: "probe A".
+func (w *world) roles() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.projected = append(w.projected, st)
-	return nil
+	var out []string
+	for _, in := range w.others {
+		out = append(out, fmt.Sprintf("%s %s", in.Task.Role, in.Task.Atom.ID))
+	}
+	return out
 }
 
 // tried lists the atoms of the attempts, in order.
@@ -107,7 +127,6 @@ func (w *world) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterActivityWithOptions(w.attempt, activity.RegisterOptions{Name: AttemptActivity})
 	env.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: MergeActivity})
 	env.RegisterActivityWithOptions(w.verify, activity.RegisterOptions{Name: VerifyActivity})
-	env.RegisterActivityWithOptions(w.project, activity.RegisterOptions{Name: ProjectionActivity})
 }
 
 // loopState builds a state file's bytes.
@@ -159,7 +178,7 @@ func (r *run) execute(t *testing.T, in LoopInput) Outcome {
 // final is the state the status query answers after the end.
 func (r *run) final(t *testing.T) (*state.State, Status) {
 	t.Helper()
-	v, err := r.env.QueryWorkflow(QueryStatus)
+	v, err := r.env.QueryWorkflow(QueryStatus, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +283,7 @@ func TestWorkflowMergeConflictRetriesOnTheNewHead(t *testing.T) {
 			b2 = in
 		}
 	}
-	if b2.BaseCommit != "head-1" || !strings.Contains(b2.Task.LastFailure, "merge conflict") {
+	if b2.BaseCommit != "head-1" || !strings.Contains(b2.Task.LastFailure, "conflict: ") {
 		t.Errorf("B's second attempt: base %q, last failure %q", b2.BaseCommit, b2.Task.LastFailure)
 	}
 }
@@ -405,6 +424,7 @@ func TestWorkflowMaxWallTime(t *testing.T) {
 
 func TestWorkflowBudgetLandsTheMergesUnderWay(t *testing.T) {
 	w := newWorld()
+	w.passed = false
 	r := newRun(t, w)
 	slowAttempts(r, 10*time.Minute, success) // 15 tokens each
 	out := r.execute(t, input(loopState(state.Constraints{MaxParallelAgents: 2, MaxTokens: 20}, []state.Atom{atom("A"), atom("B"), atom("C", "A")}, nil)))
@@ -428,6 +448,7 @@ func TestWorkflowBudgetLandsTheMergesUnderWay(t *testing.T) {
 func TestWorkflowUsageLimit(t *testing.T) {
 	t.Run("without a reset time the loop stops", func(t *testing.T) {
 		w := newWorld()
+		w.passed = false
 		w.answer = func(in AttemptInput) (AttemptResult, error) {
 			return AttemptResult{Result: agent.Result{UsageLimit: true}}, nil
 		}
@@ -460,6 +481,7 @@ func TestWorkflowUsageLimit(t *testing.T) {
 
 func TestWorkflowCostBudget(t *testing.T) {
 	w := newWorld()
+	w.passed = false
 	w.answer = func(in AttemptInput) (AttemptResult, error) {
 		r := failure("no")
 		r.Result.Usage.CostUSD = 0.4

@@ -274,10 +274,7 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 	if err != nil {
 		return false, nil, fmt.Errorf("base case: %w", err)
 	}
-	failures := collectFailures(rep.Checklist, "")
-	for _, sk := range rep.Skipped {
-		failures = append(failures, fmt.Sprintf("%s: not judged: %s", sk.Item, sk.Reason))
-	}
+	failures := Failures(rep)
 	e.event(journal.Event{Type: journal.Verify, OK: journal.Bool(rep.Passed), Data: map[string]any{"failures": failures, "checklist": rep.Checklist, "outputs": CheckOutputDir(e.opts.StateFile)}})
 	if rep.Passed {
 		e.say("base case passed")
@@ -326,6 +323,16 @@ func (e *engine) watchStop(ctx context.Context, cancel context.CancelFunc, stopp
 			}
 		}
 	}
+}
+
+// Failures lists what a verification found failing, one line each:
+// nested items under their group's name, judged checks nobody judged.
+func Failures(rep verify.Report) []string {
+	failures := collectFailures(rep.Checklist, "")
+	for _, sk := range rep.Skipped {
+		failures = append(failures, fmt.Sprintf("%s: not judged: %s", sk.Item, sk.Reason))
+	}
+	return failures
 }
 
 func collectFailures(items []verify.ItemResult, prefix string) []string {
