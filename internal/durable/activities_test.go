@@ -19,8 +19,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/aot-loop/aot/internal/agent"
-	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/backend"
+	"github.com/aot-loop/aot/internal/engine"
 )
 
 // hermeticGit keeps the person's and the system's git config out of the
