@@ -427,7 +427,7 @@ func TestVerifyRunsTheBaseCaseAtTheCommit(t *testing.T) {
 					t.Errorf("failure %d = %q, want it to start with %q", i, failures[i], p)
 				}
 			}
-			if tc.judge != nil && (len(r.Events) != 1 || r.Events[0].Role != string(agent.Judge)) {
+			if tc.judge != nil && (len(r.Events) == 0 || r.Events[0].Role != string(agent.Judge)) {
 				t.Errorf("the judge's ruling is not among the events: %+v", r.Events)
 			}
 		})

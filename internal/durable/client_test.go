@@ -134,7 +134,8 @@ func TestAotStopCancelsATemporalLoopMidRun(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() {
 		for ctx.Err() == nil {
-			if st, err := Query(ctx, c, m); err == nil && len(st.Running) > 0 {
+			pids, _ := filepath.Glob(filepath.Join(pidDir, "*.pid"))
+			if st, err := Query(ctx, c, m); err == nil && len(st.Running) > 0 && len(pids) > 0 {
 				stopped <- Cancel(ctx, c, m, "enough")
 				return
 			}
