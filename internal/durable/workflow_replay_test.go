@@ -98,7 +98,7 @@ func TestWorkflowRecordHistory(t *testing.T) {
 	if err := c.SignalWorkflow(ctx, id, "", SignalPause, PauseRequest{Reason: "a look"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.QueryWorkflow(ctx, id, "", QueryStatus); err != nil {
+	if _, err := c.QueryWorkflow(ctx, id, "", QueryStatus, 0); err != nil {
 		t.Fatal(err)
 	}
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: UpdateRedirect, WaitForStage: client.WorkflowUpdateStageCompleted,
