@@ -76,7 +76,7 @@ func BenchmarkLoopTemporal(b *testing.B) {
 				queue := fmt.Sprintf("bench-%d-%d", workers, time.Now().UnixNano())
 				ctx, cancel := context.WithCancel(context.Background())
 				for w := range workers {
-					c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger()})
+					c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -86,7 +86,7 @@ func BenchmarkLoopTemporal(b *testing.B) {
 						}, MaxActivities: 4, Grace: time.Second})
 				}
 				repo, seed := newRemote(b, map[string]string{})
-				c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger()})
+				c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
 				if err != nil {
 					b.Fatal(err)
 				}

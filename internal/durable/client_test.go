@@ -132,10 +132,12 @@ func TestAotStopCancelsATemporalLoopMidRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stopped := make(chan error, 1)
+	var asked time.Time
 	go func() {
 		for ctx.Err() == nil {
 			pids, _ := filepath.Glob(filepath.Join(pidDir, "*.pid"))
 			if st, err := Query(ctx, c, m); err == nil && len(st.Running) > 0 && len(pids) > 0 {
+				asked = time.Now()
 				stopped <- Cancel(ctx, c, m, "enough")
 				return
 			}
@@ -149,6 +151,7 @@ func TestAotStopCancelsATemporalLoopMidRun(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("aot stop to the loop's end: %s", time.Since(asked).Round(time.Millisecond))
 	// The agents' processes are gone: the workers killed them.
 	pids, _ := filepath.Glob(filepath.Join(pidDir, "*.pid"))
 	if len(pids) == 0 {

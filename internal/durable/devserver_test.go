@@ -112,7 +112,7 @@ func devServer(t testing.TB) string {
 	}
 	for deadline := time.Now().Add(90 * time.Second); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: quietLogger()})
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
 		cancel()
 		if err == nil {
 			c.Close()
@@ -134,7 +134,7 @@ func devServer(t testing.TB) string {
 // dialDev connects a client to the dev server at addr.
 func dialDev(t *testing.T, addr string) client.Client {
 	t.Helper()
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger()})
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 )
 
@@ -23,6 +24,9 @@ func Dial(ctx context.Context) (client.Client, error) {
 	if opts.Logger == nil {
 		opts.Logger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
 	}
+	if opts.DataConverter == nil {
+		opts.DataConverter = DataConverter()
+	}
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		addr := opts.HostPort
@@ -32,4 +36,14 @@ func Dial(ctx context.Context) (client.Client, error) {
 		return nil, fmt.Errorf("connect to Temporal at %s (TEMPORAL_ADDRESS): %w", addr, err)
 	}
 	return c, nil
+}
+
+// DataConverter is how the loop's payloads travel: JSON, compressed with
+// zlib when that makes them smaller. A loop's state is most of its
+// payloads (the workflow's input, Continue-As-New, the status query) and
+// compresses about tenfold, which keeps a loop of 10,000 atoms well under
+// Temporal's payload limits. Clients and workers of one loop must agree;
+// payloads that are not compressed are read as they are.
+func DataConverter() converter.DataConverter {
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), converter.NewZlibCodec(converter.ZlibCodecOptions{}))
 }

@@ -15,7 +15,7 @@ import (
 // can be killed.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("AOT_TEST_WORKER_ADDRESS"); addr != "" {
-		c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger()})
+		c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

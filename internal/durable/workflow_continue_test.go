@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -170,4 +171,40 @@ func TestWorkflowContinuesAsNewWhilePaused(t *testing.T) {
 	if diff := fmt.Sprint(w.merges); diff != "[A B]" {
 		t.Errorf("merges %s", diff)
 	}
+}
+
+// A loop of 10,000 atoms, all resolved with their bindings, is the largest
+// payload the loop makes (its Continue-As-New input and status answer):
+// compressed, it stays under the 512 KiB at which Temporal starts warning
+// (its limit is 2 MiB), where the plain JSON would not.
+func TestTenThousandAtomsFitTemporalsPayloadLimits(t *testing.T) {
+	ids := map[string]bool{}
+	data := loopState(state.Constraints{}, layered(100, 100), func(s *state.State) {
+		for i := range s.Atoms {
+			a := &s.Atoms[i]
+			a.Status = state.StatusResolved
+			a.Attempts = 1
+			s.Bindings = append(s.Bindings, state.Binding{AtomID: a.ID, Summary: "did " + a.ID + ": wrote the handler and its tests", Artifacts: []string{"internal/" + a.ID + "/handler.go", "internal/" + a.ID + "/handler_test.go"}})
+			ids[a.ID] = true
+		}
+	})
+	in := input(data)
+	in.Carry = Carry{Core: &engine.Carry{Attempted: ids}, Runs: 3, Head: "0123456789abcdef0123456789abcdef01234567"}
+	plain, err := converter.GetDefaultDataConverter().ToPayload(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed, err := DataConverter().ToPayload(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const warn = 512 << 10
+	if len(plain.Data) <= warn || len(packed.Data) > warn {
+		t.Errorf("10,000 atoms: %d bytes as JSON, %d compressed; want the compressed under %d", len(plain.Data), len(packed.Data), warn)
+	}
+	var back LoopInput
+	if err := DataConverter().FromPayload(packed, &back); err != nil || !bytes.Equal(back.State, in.State) || len(back.Carry.Core.Attempted) != 10000 {
+		t.Fatalf("the round trip lost the loop: %v", err)
+	}
+	t.Logf("10,000 resolved atoms: %d KiB as JSON, %d KiB compressed", len(plain.Data)>>10, len(packed.Data)>>10)
 }

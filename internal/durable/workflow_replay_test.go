@@ -33,7 +33,10 @@ func TestWorkflowReplaysRecordedHistories(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
+			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: DataConverter()})
+			if err != nil {
+				t.Fatal(err)
+			}
 			RegisterWorkflow(r)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 				t.Fatalf("replay: %v", err)
@@ -53,7 +56,7 @@ func TestWorkflowRecordHistory(t *testing.T) {
 	if addr == "" {
 		t.Skip("AOT_RECORD_HISTORY=host:port of a Temporal server records the histories")
 	}
-	c, err := client.Dial(client.Options{HostPort: addr})
+	c, err := client.Dial(client.Options{HostPort: addr, DataConverter: DataConverter()})
 	if err != nil {
 		t.Fatal(err)
 	}
