@@ -18,6 +18,7 @@ import (
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
 	"github.com/aot-loop/aot/internal/durable"
+	"github.com/aot-loop/aot/internal/prompt"
 )
 
 // workerOptions are aot worker's.
@@ -96,7 +97,7 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 					return usagef("--agents-file %s: %v", opts.AgentsFile, err)
 				}
 			}
-			if _, err := workerAgents(cfg, opts.Agents, opts.getenv)(durable.AgentChoice{}, agent.Worker, ""); err != nil {
+			if _, err := workerAgents(cfg, opts.Agents, opts.getenv)(durable.AgentChoice{}, agent.Worker, durable.AgentDirs{}); err != nil {
 				var bad *badFlagsError
 				if errors.As(err, &bad) {
 					return usagef("%v", bad.err)
@@ -158,8 +159,8 @@ func (e *badFlagsError) Error() string { return e.err.Error() }
 // then the worker's flags, then the loop's own choice over both; logs one
 // file per attempt in logDir. Each call starts from a fresh copy, so
 // attempts may build at once.
-func workerAgents(file backend.Config, flags agentChoice, getenv func(string) string) func(durable.AgentChoice, agent.Role, string) (agent.Agent, error) {
-	return func(ch durable.AgentChoice, role agent.Role, logDir string) (agent.Agent, error) {
+func workerAgents(file backend.Config, flags agentChoice, getenv func(string) string) func(durable.AgentChoice, agent.Role, durable.AgentDirs) (agent.Agent, error) {
+	return func(ch durable.AgentChoice, role agent.Role, dirs durable.AgentDirs) (agent.Agent, error) {
 		cfg := file
 		cfg.Roles = maps.Clone(file.Roles)
 		if err := cfg.Override(flags.Agent, flags.Model, flags.Roles); err != nil {
@@ -186,6 +187,10 @@ func workerAgents(file backend.Config, flags agentChoice, getenv func(string) st
 				}
 			}
 		}
-		return backend.New(cfg, backend.Env{Log: attemptLogs(logDir), Getenv: getenv})
+		env := backend.Env{Log: attemptLogs(dirs.Logs), Getenv: getenv}
+		if dirs.Prompts != "" {
+			env.Prompts = prompt.Renderer{Dir: dirs.Prompts}
+		}
+		return backend.New(cfg, env)
 	}
 }

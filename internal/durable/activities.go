@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/prompt"
 	"github.com/aot-loop/aot/internal/workspace"
 )
 
@@ -35,13 +36,32 @@ type Activities struct {
 	// Identity names this worker in the attempts' results; default
 	// pid@host, as Temporal's own.
 	Identity string
-	// NewAgent builds the agent the loop chose for a role; its logs go to
-	// logDir, one file per attempt.
-	NewAgent func(ch AgentChoice, role agent.Role, logDir string) (agent.Agent, error)
+	// NewAgent builds the agent the loop chose for a role, with the
+	// folders of an attempt (AgentDirs).
+	NewAgent func(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error)
 	// Heartbeat is how often a running activity tells Temporal it is alive
 	// (default 5s). Temporal throttles heartbeats to its heartbeat timeout,
 	// and a cancellation reaches the activity with a heartbeat's answer.
 	Heartbeat time.Duration
+}
+
+// AgentDirs are the folders an attempt's agent uses on a worker: Logs for
+// its logs (one file per attempt), Prompts for the project's own role
+// templates in the attempt's checkout (.claude/aot-prompts beside the
+// state file; "" or missing: the built-in ones).
+type AgentDirs struct {
+	Logs    string
+	Prompts string
+}
+
+// dirsFor is where an attempt's agent logs and finds the project's
+// prompts, given the checkout's state file ("" when unknown).
+func (a *Activities) dirsFor(loop, stateFile string) AgentDirs {
+	d := AgentDirs{Logs: filepath.Join(a.Cache, "logs", nameFor(loop))}
+	if stateFile != "" {
+		d.Prompts = filepath.Join(filepath.Dir(stateFile), prompt.OverrideDir)
+	}
+	return d
 }
 
 // Register registers the activities under the contract's names.
@@ -148,7 +168,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	if task.StateFile != "" && !filepath.IsAbs(task.StateFile) {
 		task.StateFile = filepath.Join(wt.dir, filepath.FromSlash(task.StateFile))
 	}
-	ag, err := a.NewAgent(in.Agent, task.Role, filepath.Join(a.Cache, "logs", nameFor(in.Loop)))
+	ag, err := a.NewAgent(in.Agent, task.Role, a.dirsFor(in.Loop, task.StateFile))
 	if err != nil {
 		// The loop's choice of agent cannot be built (an unknown backend,
 		// an exec agent without a command): every worker would say so.

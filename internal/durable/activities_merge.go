@@ -127,7 +127,11 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 	}
 	var judge agent.Agent
 	if in.Judge && a.NewAgent != nil {
-		if judge, err = a.NewAgent(in.Agent, agent.Judge, filepath.Join(a.Cache, "logs", nameFor(in.Loop))); err != nil {
+		sf := ""
+		if in.StateFile != "" {
+			sf = filepath.Join(wt.dir, filepath.FromSlash(in.StateFile))
+		}
+		if judge, err = a.NewAgent(in.Agent, agent.Judge, a.dirsFor(in.Loop, sf)); err != nil {
 			judge = nil // judged checks count as not passed; the report says they were not judged
 		}
 	}

@@ -77,7 +77,7 @@ func writeFile(t testing.TB, name, content string) {
 }
 
 // execAgents builds the exec agent the loop chose, as aot worker does.
-func execAgents(ch AgentChoice, role agent.Role, logDir string) (agent.Agent, error) {
+func execAgents(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error) {
 	cfg := backend.Config{Spec: backend.Spec{Agent: "exec", Command: ch.Command}}
 	return backend.New(cfg, backend.Env{})
 }

@@ -81,7 +81,7 @@ func BenchmarkLoopTemporal(b *testing.B) {
 						b.Fatal(err)
 					}
 					go RunWorker(ctx, WorkerOptions{Client: c, TaskQueue: queue, CacheDir: b.TempDir(), Identity: fmt.Sprint("w", w),
-						NewAgent: func(ch AgentChoice, role agent.Role, logDir string) (agent.Agent, error) {
+						NewAgent: func(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error) {
 							return backend.New(backend.Config{Spec: backend.Spec{Agent: "exec", Command: ch.Command}}, backend.Env{})
 						}, MaxActivities: 4, Grace: time.Second})
 				}

@@ -147,6 +147,9 @@ type VerifyInput struct {
 	Agent   AgentChoice   `json:"agent"`
 	Timeout time.Duration `json:"timeout,omitempty"` // per judge
 	Loop    string        `json:"loop,omitempty"`
+	// StateFile is the state file's path in the repository (for the
+	// project's own judge template).
+	StateFile string `json:"state_file,omitempty"`
 }
 
 // VerifyResult is the base case's report with what its judge did.

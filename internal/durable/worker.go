@@ -22,7 +22,7 @@ type WorkerOptions struct {
 	// default pid@host.
 	Identity string
 	// NewAgent builds the agents (see Activities.NewAgent).
-	NewAgent func(ch AgentChoice, role agent.Role, logDir string) (agent.Agent, error)
+	NewAgent func(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error)
 	// MaxActivities is how many attempts, merges and verifications run at
 	// once on this worker (default 4).
 	MaxActivities int
@@ -38,6 +38,7 @@ type WorkerOptions struct {
 
 // Default worker settings.
 const (
+	heartbeatThrottle    = 2 * time.Second
 	DefaultMaxActivities = 4
 	DefaultGrace         = 10 * time.Second
 )
@@ -72,6 +73,13 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		Identity:                           o.Identity,
 		MaxConcurrentActivityExecutionSize: o.MaxActivities,
 		WorkerStopTimeout:                  o.Grace,
+		// Heartbeats reach the server at most this far apart (the SDK
+		// would wait 80% of the heartbeat timeout, 24 s): a cancellation
+		// (aot stop, a redirect, a speculative winner) reaches the
+		// attempt with the next heartbeat's answer, so this is how long
+		// an agent may go on after it was stopped.
+		MaxHeartbeatThrottleInterval:     heartbeatThrottle,
+		DefaultHeartbeatThrottleInterval: heartbeatThrottle,
 	})
 	RegisterWorkflow(w)
 	acts.Register(w)

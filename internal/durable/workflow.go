@@ -302,7 +302,7 @@ func (l *loop) Drain() {
 // worker.
 func (l *loop) Checks(judges bool) (verify.Report, error) {
 	in := VerifyInput{Repo: l.in.Repo, Commit: l.head, State: state.Marshal(l.core.State()), Project: l.in.Project,
-		Judge: judges, Agent: l.in.Agent, Timeout: l.agentTimeout(), Loop: l.id}
+		Judge: judges, Agent: l.in.Agent, Timeout: l.agentTimeout(), Loop: l.id, StateFile: l.in.StateFile}
 	var v VerifyResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, l.verifyOptions()), VerifyActivity, in).Get(l.ctx, &v)
 	l.finished++
