@@ -468,3 +468,42 @@ func TestSweepRemovesWorktreesOfDeadWorkers(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An attempt's agent, and a verification's judge, render their prompts
+// with the project's own templates, as the project has them at the
+// attempt's commit: .claude/aot-prompts beside the state file, in the
+// project's folder of the repository.
+func TestAttemptsUseTheProjectsPromptTemplates(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{
+		"app/.claude/aot-prompts/worker.tmpl": "{{define \"worker\"}}our own worker prompt{{end}}",
+		"app/.claude/aot-prompts/judge.tmpl":  "{{define \"judge\"}}our own judge prompt{{end}}",
+	})
+	a := newActivities(t)
+	var seen []string
+	a.NewAgent = func(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error) {
+		tmpl, err := os.ReadFile(filepath.Join(dirs.Prompts, string(role)+".tmpl"))
+		if err != nil {
+			t.Errorf("%s: the project's templates are not at %q: %v", role, dirs.Prompts, err)
+		}
+		seen = append(seen, string(tmpl))
+		return execAgents(ch, role, dirs)
+	}
+	in := attemptInput(repo, seed, "A", `echo '{"success": true}'`)
+	in.Task.StateFile, in.Task.Workdir = "app/.claude/aot-loop-state.md", "app"
+	if _, err := a.Attempt(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	judged := []byte(strings.Replace(verifyState, "%s", `      - item: "reads well"
+        check:
+          type: assertion
+          value: "it reads well"`, 1))
+	v := VerifyInput{Repo: repo, Commit: seed, State: judged, Project: "app", Judge: true, StateFile: "app/.claude/aot-loop-state.md",
+		Agent: AgentChoice{Agent: "exec", Command: `echo '{"passed": true}'`}}
+	if _, err := a.Verify(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{{define "worker"}}our own worker prompt{{end}}`, `{{define "judge"}}our own judge prompt{{end}}`}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("templates the agents were built with (-want +got):\n%s", diff)
+	}
+}
