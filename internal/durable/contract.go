@@ -1,9 +1,9 @@
-// Package durable runs a loop as a Temporal workflow: the coordinator's
-// decisions (which atoms run, backtracking, bounds) in a deterministic
-// workflow over the pure state and DAG packages, each agent attempt and
-// each merge as an activity on any machine's aot worker, the local state
-// file kept as a projection. The local engine (package engine) stays the
-// default; this is aot run --engine temporal.
+// Package durable runs a loop as a Temporal workflow: the workflow drives
+// the local engine's own decisions (engine.Core) deterministically, each
+// agent attempt, each merge and each verification runs as an activity on
+// any machine's aot worker, and the local state file and journal are kept
+// as a projection of what the status query answers. The local engine
+// (package engine) stays the default; this is aot run --engine temporal.
 package durable
 
 import (
