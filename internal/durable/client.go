@@ -273,6 +273,22 @@ func appendEvents(stateFile string, st Status) error {
 // ends (its outcome) or ctx ends (a detach: nil outcome). say gets one line
 // per change a person cares about.
 func Attach(ctx context.Context, c client.Client, m Marker, stateFile string, every time.Duration, say func(string)) (*Outcome, error) {
+	return AttachWith(ctx, c, m, stateFile, AttachOptions{Every: every, Say: say})
+}
+
+// AttachOptions tune AttachWith.
+type AttachOptions struct {
+	Every time.Duration       // how often the workflow is queried
+	Say   func(string)        // a line when the running attempts change
+	Event func(journal.Event) // each journal event, once, as it reaches the local journal
+}
+
+// AttachWith is Attach with every option.
+func AttachWith(ctx context.Context, c client.Client, m Marker, stateFile string, o AttachOptions) (*Outcome, error) {
+	every, say := o.Every, o.Say
+	if every <= 0 {
+		every = time.Second
+	}
 	run := c.GetWorkflow(ctx, m.WorkflowID, "")
 	done := make(chan error, 1)
 	var out Outcome
@@ -288,8 +304,10 @@ func Attach(ctx context.Context, c client.Client, m Marker, stateFile string, ev
 				return nil, nil // detached
 			}
 			// The final state, for the local commands.
-			if st, qerr := Query(context.Background(), c, m); qerr == nil {
-				_ = Project(stateFile, st)
+			if st, qerr := Query(context.Background(), c, m); qerr == nil && Project(stateFile, st) == nil && o.Event != nil {
+				for _, ev := range st.Events {
+					o.Event(ev)
+				}
 			}
 			if err != nil {
 				if temporal.IsCanceledError(err) {
@@ -305,9 +323,14 @@ func Attach(ctx context.Context, c client.Client, m Marker, stateFile string, ev
 			if err != nil {
 				continue // the workflow may be between runs (Continue-As-New)
 			}
-			if !bytes.Equal(st.State, last) {
+			if !bytes.Equal(st.State, last) || len(st.Events) > 0 {
 				if err := Project(stateFile, st); err == nil {
 					last = st.State
+					if o.Event != nil {
+						for _, ev := range st.Events {
+							o.Event(ev)
+						}
+					}
 				}
 			}
 			var names []string

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/google/go-cmp/cmp"
 )
 
 // The client side of aot run --engine temporal against a real dev server
@@ -83,9 +86,31 @@ func TestAotRunOnTemporalDetachesReattachesAndProjects(t *testing.T) {
 	os.WriteFile(gate, nil, 0o644)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel2()
-	out, err = Attach(ctx2, c, m2, sf, 100*time.Millisecond, nil)
+	var shown []journal.Event
+	out, err = AttachWith(ctx2, c, m2, sf, AttachOptions{Every: 100 * time.Millisecond, Event: func(ev journal.Event) { shown = append(shown, ev) }})
 	if err != nil || out == nil || out.Reason != string(engine.Completed) {
 		t.Fatalf("outcome %+v %v", out, err)
+	}
+	// The local journal has the workflow's events, each once, across the
+	// detach and the reattach; the second attach showed the rest.
+	evs, err := journal.Read(journal.PathFor(sf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, ev := range evs {
+		if ev.Type == journal.AtomFinish && ev.Role == string(agent.Worker) {
+			count[ev.Atom]++
+		}
+		if ev.Type == journal.RunStart || ev.Type == journal.Stop {
+			count[ev.Type]++
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"A": 1, "B": 1, "C": 1, "D": 1, journal.RunStart: 1, journal.Stop: 1}, count); diff != "" {
+		t.Errorf("the local journal's events (-want +got):\n%s", diff)
+	}
+	if len(shown) == 0 || shown[len(shown)-1].Type != journal.Stop {
+		t.Errorf("the attached client was not shown the loop's end: %d events", len(shown))
 	}
 	// The local state file says what the workflow did.
 	s, err := state.NewStore(sf).Read()
