@@ -75,6 +75,10 @@ type loop struct {
 
 	continuing bool
 	ending     bool // the loop is stopping: redirects are refused
+	// deciding is set while the Core makes a decision that waits for an
+	// activity (a verification, the planner): a redirect waits for it to
+	// end, as a local engine takes redirects between its steps.
+	deciding bool
 	outcome    *Outcome
 
 	events   []journal.Event // the last eventRing events
@@ -125,7 +129,7 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 		l.controls()
 		l.cancelled(ctx)
 		if out, done := c.Bounds(); done {
-			return l.finish(c.GiveUp(out)), nil
+			return l.finish(decide(l, func() engine.Outcome { return c.GiveUp(out) })), nil
 		}
 		c.Schedule()
 		l.startMerge()
@@ -137,16 +141,36 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 			return Outcome{}, l.continueAsNew(ctx)
 		}
 		if !l.continuing && c.Quiet() {
-			if out, done := c.Settle(); done {
+			var out engine.Outcome
+			var done bool
+			l.decide(func() { out, done = c.Settle() })
+			if done {
 				return l.finish(out), nil
 			}
 			continue
 		}
 		l.wait(ctx)
-		if out, done := c.AfterFinish(); done {
+		var out engine.Outcome
+		var done bool
+		l.decide(func() { out, done = c.AfterFinish() })
+		if done {
 			return l.finish(out), nil
 		}
 	}
+}
+
+// decide runs one of the Core's steps with redirects held off.
+func (l *loop) decide(fn func()) {
+	was := l.deciding
+	l.deciding = true
+	fn()
+	l.deciding = was
+}
+
+func decide[T any](l *loop, fn func() T) T {
+	var v T
+	l.decide(func() { v = fn() })
+	return v
 }
 
 // cancelled turns the workflow's cancellation (aot stop) into a stop of
@@ -385,7 +409,7 @@ func (l *loop) done(t *attempt, f engine.Finished) {
 	if f.Branch == "" {
 		f.Branch = t.branch
 	}
-	l.core.Finish(t.ID, f)
+	l.decide(func() { l.core.Finish(t.ID, f) })
 }
 
 // startMerge merges the next successful attempt's branch, one at a time.

@@ -21,6 +21,9 @@ func (l *loop) register(ctx workflow.Context) error {
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateRedirect,
 		func(ctx workflow.Context, ch engine.Change) error {
+			if err := workflow.Await(ctx, func() bool { return !l.deciding || l.ending }); err != nil {
+				return err
+			}
 			if l.ending {
 				return errEnded
 			}

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
 )
 
 // A person's controls of a running loop: pause and resume, redirect, stop,
@@ -222,5 +224,33 @@ func TestWorkflowRedirectCancelsWhatItInvalidates(t *testing.T) {
 	// B's attempt went on; A's was cancelled.
 	if len(cancelled) != 1 || fmt.Sprint(w.merges) != "[B]" {
 		t.Errorf("cancelled %v, merges %v", cancelled, w.merges)
+	}
+}
+
+// A redirect that arrives while the Core waits for a verification is taken
+// after it, as a local engine takes redirects between its steps: here the
+// verification passes, the loop completes, and the redirect is refused
+// for it, instead of changing the graph under a decision already made.
+func TestWorkflowRedirectWaitsForTheVerificationUnderWay(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	r.env.OnActivity(VerifyActivity, mock.Anything, mock.Anything).After(10*time.Minute).Return(VerifyResult{Report: verify.Report{Passed: true}}, nil)
+	var accepted bool
+	var done error
+	r.env.RegisterDelayedCallback(func() {
+		r.env.UpdateWorkflow(UpdateRedirect, "u1", &testsuite.TestUpdateCallback{
+			OnAccept:   func() { accepted = true },
+			OnReject:   func(err error) { done = err },
+			OnComplete: func(_ any, err error) { done = err },
+		}, engine.Change{Reason: "one more", AddAtoms: []state.Atom{atom("D", "A")}})
+	}, 5*time.Minute)
+	out := r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil)))
+	wantReason(t, out, engine.Completed)
+	if done == nil || !strings.Contains(done.Error(), "ended") {
+		t.Errorf("accepted %t, the redirect ended with %v", accepted, done)
+	}
+	s, _ := r.final(t)
+	if s.Atom("D") != nil || s.Control.Status != state.ControlCompleted {
+		t.Errorf("the completed loop changed: D %+v, control %+v", s.Atom("D"), s.Control)
 	}
 }
