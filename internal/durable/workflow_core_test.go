@@ -180,3 +180,26 @@ func TestWorkflowSpeculativeORGroupKeepsTheFirstWinner(t *testing.T) {
 		t.Errorf("merges %v", w.merges)
 	}
 }
+
+// A rate limit is not the atom's fault: it is not charged, and the loop
+// waits the provider's retry-after (up to two minutes) before the next attempt.
+func TestWorkflowWaitsTheProvidersRetryAfter(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	var starts []time.Time
+	w.answer = func(in AttemptInput) (AttemptResult, error) {
+		starts = append(starts, r.env.Now())
+		if len(starts) == 1 {
+			return AttemptResult{Kind: agent.KindRateLimit, Reason: "429 Too Many Requests", RetryAfter: 90 * time.Second, Unknown: true}, nil
+		}
+		return success(in), nil
+	}
+	wantReason(t, r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil))), engine.Completed)
+	if len(starts) != 2 || starts[1].Sub(starts[0]) < 90*time.Second {
+		t.Fatalf("attempts at %v, want the second 90 s after the first", starts)
+	}
+	s, _ := r.final(t)
+	if a := s.Atom("A"); a.Attempts != 0 {
+		t.Errorf("the rate limit was charged to A: %+v", a)
+	}
+}
