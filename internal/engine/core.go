@@ -111,6 +111,12 @@ type Carry struct {
 	SweepStart     int                   `json:"sweep_start"`
 	SweepReported  bool                  `json:"sweep_reported,omitempty"`
 	SweepRepair    bool                  `json:"sweep_repair,omitempty"`
+	// What the last verifications found, so that nothing is checked again
+	// while the work has not changed.
+	Gen         int      `json:"gen,omitempty"`
+	DepGen      int      `json:"dep_gen"`
+	VerifiedGen int      `json:"verified_gen"`
+	VerifyFails []string `json:"verify_fails,omitempty"`
 	// The run's own bounds, until a redirect sets the constraints.
 	MaxParallel   int `json:"max_parallel,omitempty"`
 	MaxIterations int `json:"max_iterations,omitempty"`
@@ -188,6 +194,7 @@ func (c *Core) restore(cy *Carry) {
 	e.unattempted = map[string]bool{}
 	e.sweepStart, e.sweepReported, e.sweepRepair = cy.SweepStart, cy.SweepReported, cy.SweepRepair
 	e.opts.MaxParallel, e.opts.MaxIterations = cy.MaxParallel, cy.MaxIterations
+	e.gen, e.depGen, e.verifiedGen, e.verifyFails = cy.Gen, cy.DepGen, cy.VerifiedGen, cy.VerifyFails
 }
 
 func orEmpty[K comparable, V any](m map[K]V) map[K]V {
@@ -207,6 +214,7 @@ func (c *Core) Carry() Carry {
 		Repairs: e.repairs, Expands: e.expands, QuotaUntil: e.quotaUntil,
 		RateUntil: e.rate.until, RateInRow: e.rate.inRow, RateCap: e.rate.cap,
 		Attempted: e.attempted, SweepStart: e.sweepStart, SweepReported: e.sweepReported, SweepRepair: e.sweepRepair,
+		Gen: e.gen, DepGen: e.depGen, VerifiedGen: e.verifiedGen, VerifyFails: e.verifyFails,
 		MaxParallel: e.opts.MaxParallel, MaxIterations: e.opts.MaxIterations,
 	}
 }
