@@ -84,7 +84,7 @@ func run(ctx context.Context, d *deps, args []string) int {
 		return ce.code
 	}
 	if jsonOut {
-		writeJSON(d.io.Out, failure{Error: sentence(ce.err)})
+		writeJSON(d.io.Out, failure{Error: sentence(ce.err), Code: failureCode(ce.err)})
 	} else {
 		fmt.Fprintf(d.io.ErrOut, "aot: %s\n", ce.err)
 	}

@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"text/tabwriter"
 
 	"github.com/mattn/go-isatty"
+
+	"github.com/aot-loop/aot/internal/engine"
 )
 
 // streams is where every command reads and writes. Whether stdout takes
@@ -89,6 +92,30 @@ func writeJSON(w io.Writer, v any) {
 type failure struct {
 	Success bool   `json:"success"`
 	Error   string `json:"error"`
+	// Code names the few failures a program tells apart from the others
+	// (aot serve does, through aot-temporal): see failureCode.
+	Code string `json:"code,omitempty"`
+}
+
+// The codes of failure.Code.
+const (
+	codeRefused   = "refused"    // the loop refused the change (engine.RefusedError)
+	codeNoEngine  = "no_engine"  // no engine runs the loop (engine.ErrNoEngine)
+	codeNotPaused = "not_paused" // a resume of a loop that is not paused
+)
+
+func failureCode(err error) string {
+	var re *engine.RefusedError
+	var ne *engine.ErrNoEngine
+	switch {
+	case errors.As(err, &re):
+		return codeRefused
+	case errors.As(err, &ne):
+		return codeNoEngine
+	case errors.Is(err, engine.ErrNotPaused):
+		return codeNotPaused
+	}
+	return ""
 }
 
 // issueStrings renders issues as the plain strings of JSON output.

@@ -93,7 +93,10 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 		wss = []string{wd}
 	}
 	log := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := server.New(server.Options{Workspaces: wss, Token: token, Exe: opts.Exe, Logger: log})
+	// Loops on Temporal are asked through their workflows (serve_temporal*.go).
+	workflows := newServeWorkflows()
+	defer workflows.Close()
+	srv, err := server.New(server.Options{Workspaces: wss, Token: token, Exe: opts.Exe, Logger: log, Temporal: workflows})
 	if err != nil {
 		return err
 	}

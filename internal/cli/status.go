@@ -51,7 +51,10 @@ looks (default 250ms).
 
 JSON (not with --watch): {goal, status, stop_reason, engine_running,
 engine_pid, iteration, stall_count, atoms: {total, resolved, unresolved,
-in_progress: [id]}, usage: {tokens, cost_usd}, recent_events: [event]}.`
+in_progress: [id]}, usage: {tokens, cost_usd}, recent_events: [event]}; for a
+loop on Temporal (aot run --engine temporal) the workflow is asked first, the
+state file brought in step with it, and workflow: {workflow_id, running,
+paused, attempts: [{atom, attempt, started}], outcome} says what it answered.`
 
 func newCmdStatus(d *deps, g *globalOptions, runF func(*statusOptions) error) *cobra.Command {
 	opts := &statusOptions{IO: d.io, Global: g, now: d.now}
@@ -156,8 +159,11 @@ type statusDoc struct {
 	// reset (RFC 3339).
 	QuotaWaitUntil string `json:"quota_wait_until,omitempty"`
 	// Paused is set while a person holds the running loop (aot pause).
-	Paused       *engine.PauseInfo `json:"paused,omitempty"`
-	RecentEvents []journal.Event   `json:"recent_events"`
+	Paused *engine.PauseInfo `json:"paused,omitempty"`
+	// Workflow is what a loop's Temporal workflow answered (aot run
+	// --engine temporal), when it could be asked.
+	Workflow     *workflowDoc    `json:"workflow,omitempty"`
+	RecentEvents []journal.Event `json:"recent_events"`
 }
 
 // statusView is what aot status shows, gathered once: the JSON document
@@ -245,13 +251,15 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 	}
 	// A loop on Temporal: the workflow is the truth; bring the local file
 	// in step first (it may be behind while no aot run is attached).
+	var wf *workflowDoc
 	if onTemporalLoop(opts.Global.StateFile) {
-		temporalSync(opts)
+		wf = temporalSync(opts)
 	}
 	v, err := gatherStatus(opts.IO, opts.Global, opts.Events)
 	if err != nil {
 		return err
 	}
+	v.Doc.Workflow = wf
 	if opts.Global.JSON {
 		writeJSON(opts.IO.Out, v.Doc)
 		return nil

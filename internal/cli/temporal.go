@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/aot-loop/aot/internal/durable"
 	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/state"
 )
 
 // aot run --engine temporal, and the local commands that reach a loop
@@ -90,77 +93,192 @@ func rolesMap(roles []string) map[string]string {
 	return m
 }
 
-// onTemporal runs fn with a client when stateFile's loop runs on Temporal;
-// handled is false when it does not.
-func onTemporal(stateFile string, fn func(ctx context.Context, c client.Client, m durable.Marker) error) (handled bool, err error) {
+// workflows reaches the workflows of loops on Temporal through one client,
+// dialled when first needed: aot stop and the others use it once, aot serve
+// for as long as it serves.
+type workflows struct {
+	dial func(ctx context.Context) (client.Client, error)
+	mu   sync.Mutex
+	c    client.Client
+}
+
+func newWorkflows() *workflows { return &workflows{dial: durable.Dial} }
+
+// Close closes the client, if one was dialled.
+func (w *workflows) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.c != nil {
+		w.c.Close()
+		w.c = nil
+	}
+	return nil
+}
+
+func (w *workflows) client(ctx context.Context) (client.Client, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.c == nil {
+		c, err := w.dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w.c = c
+	}
+	return w.c, nil
+}
+
+// call runs fn on the workflow of stateFile's loop. A workflow Temporal no
+// longer has, or one that has ended for a signal or a cancel, is no engine
+// (engine.ErrNoEngine); a refused change stays an engine.RefusedError;
+// anything else is said with the workflow's id.
+func (w *workflows) call(ctx context.Context, stateFile string, fn func(ctx context.Context, c client.Client, m durable.Marker) error) error {
 	m, ok := durable.ReadMarker(stateFile)
 	if !ok {
-		return false, nil
+		return fmt.Errorf("the Temporal marker of %s is missing or unreadable: aot run --engine temporal writes it", stateFile)
 	}
+	c, err := w.client(ctx)
+	if err != nil {
+		return fmt.Errorf("the loop runs on Temporal (workflow %s): %w", m.WorkflowID, err)
+	}
+	err = fn(ctx, c, m)
+	var re *engine.RefusedError
+	var gone *serviceerror.NotFound
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &re):
+		return err
+	case errors.As(err, &gone):
+		return &engine.ErrNoEngine{StateFile: stateFile}
+	}
+	return fmt.Errorf("workflow %s: %w", m.WorkflowID, err)
+}
+
+// sync asks the workflow where it stands and projects its state into the
+// state file: the workflow is the truth, and the file may be behind while
+// no aot run is attached.
+func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, error) {
+	var doc *workflowDoc
+	err := w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		st, err := durable.Query(ctx, c, m)
+		if err != nil {
+			return err
+		}
+		if err := durable.Project(stateFile, st); err != nil {
+			return err
+		}
+		doc = &workflowDoc{ID: m.WorkflowID, Running: !st.Done, Paused: st.Paused, Attempts: []workflowAttemptDoc{}}
+		for _, r := range st.Running {
+			doc.Attempts = append(doc.Attempts, workflowAttemptDoc{Atom: r.Atom, Attempt: r.Attempt, Started: r.Started})
+		}
+		if st.Outcome != nil {
+			doc.Outcome = st.Outcome.Reason
+		}
+		return nil
+	})
+	return doc, err
+}
+
+func (w *workflows) stop(ctx context.Context, stateFile, reason string) error {
+	return w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		return durable.Cancel(ctx, c, m, reason)
+	})
+}
+
+func (w *workflows) pause(ctx context.Context, stateFile string, kill bool, reason string) error {
+	return w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		return durable.Signal(ctx, c, m, durable.SignalPause, durable.PauseRequest{Kill: kill, Reason: reason})
+	})
+}
+
+func (w *workflows) resume(ctx context.Context, stateFile, reason string) error {
+	return w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		return durable.Signal(ctx, c, m, durable.SignalResume, durable.ResumeRequest{Reason: reason})
+	})
+}
+
+func (w *workflows) redirect(ctx context.Context, stateFile string, ch engine.Change) error {
+	return w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		return durable.Redirect(ctx, c, m, ch)
+	})
+}
+
+// onWorkflow runs one of the calls above for a command, with its own
+// client and a bound on the whole.
+func onWorkflow(fn func(ctx context.Context, w *workflows) error) error {
+	w := newWorkflows()
+	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := durable.Dial(ctx)
-	if err != nil {
-		return true, fmt.Errorf("the loop runs on Temporal (workflow %s): %w", m.WorkflowID, err)
-	}
-	defer c.Close()
-	if err := fn(ctx, c, m); err != nil {
-		var re *engine.RefusedError
-		if errors.As(err, &re) {
-			return true, err
-		}
-		return true, fmt.Errorf("workflow %s: %w", m.WorkflowID, err)
-	}
-	return true, nil
+	return fn(ctx, w)
 }
 
 func temporalStop(opts *stopOptions) error {
-	_, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
-		return durable.Cancel(ctx, c, m, opts.Reason)
+	err := onWorkflow(func(ctx context.Context, w *workflows) error {
+		return w.stop(ctx, opts.Global.StateFile, opts.Reason)
 	})
 	if err != nil {
 		return err
+	}
+	if opts.Global.JSON {
+		writeJSON(opts.IO.Out, stopDoc{Success: true, Status: state.ControlStopped, Reason: "manual stop: the workflow was cancelled"})
+		return nil
 	}
 	fmt.Fprintln(opts.IO.Out, "the workflow is cancelled: its running attempts are stopped; aot run --engine temporal shows the end")
 	return nil
 }
 
 func temporalPause(opts *pauseOptions, reason string) error {
-	_, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+	err := onWorkflow(func(ctx context.Context, w *workflows) error {
 		if opts.Resume {
-			return durable.Signal(ctx, c, m, durable.SignalResume, durable.ResumeRequest{Reason: reason})
+			return w.resume(ctx, opts.Global.StateFile, reason)
 		}
-		return durable.Signal(ctx, c, m, durable.SignalPause, durable.PauseRequest{Kill: opts.Kill, Reason: reason})
+		return w.pause(ctx, opts.Global.StateFile, opts.Kill, reason)
 	})
 	if err != nil {
 		return err
+	}
+	if opts.Global.JSON {
+		if reason == "" {
+			reason = "aot pause" // the workflow's default, as the local engine's
+			if opts.Resume {
+				reason = "aot resume"
+			}
+		}
+		writeJSON(opts.IO.Out, pauseDoc{Success: true, Paused: !opts.Resume, Kill: opts.Kill && !opts.Resume, Reason: reason})
+		return nil
 	}
 	fmt.Fprintf(opts.IO.Out, "signal sent to the loop's workflow (resume: %v)\n", opts.Resume)
 	return nil
 }
 
 func temporalRedirect(opts *redirectOptions) error {
-	_, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
-		return durable.Redirect(ctx, c, m, opts.Change)
+	err := onWorkflow(func(ctx context.Context, w *workflows) error {
+		return w.redirect(ctx, opts.Global.StateFile, opts.Change)
 	})
 	if err != nil {
 		return err
+	}
+	if opts.Global.JSON {
+		writeJSON(opts.IO.Out, redirectDoc{Success: true, AppliedBy: "engine", Corrections: []string{}})
+		return nil
 	}
 	fmt.Fprintln(opts.IO.Out, "redirected, applied by the loop's workflow")
 	return nil
 }
 
-// temporalSync brings the state file in step with the workflow (it may be
-// behind while no aot run is attached): the workflow is the truth.
-func temporalSync(opts *statusOptions) {
-	_, err := onTemporal(opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
-		st, err := durable.Query(ctx, c, m)
-		if err != nil {
-			return err
-		}
-		return durable.Project(opts.Global.StateFile, st)
+// temporalSync brings the state file in step with the workflow before aot
+// status shows it, and says what the workflow answered (nil when it could
+// not be asked: the file may then be behind, and aot status says so).
+func temporalSync(opts *statusOptions) *workflowDoc {
+	var doc *workflowDoc
+	err := onWorkflow(func(ctx context.Context, w *workflows) (err error) {
+		doc, err = w.sync(ctx, opts.Global.StateFile)
+		return err
 	})
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
 	}
+	return doc
 }

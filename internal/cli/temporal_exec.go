@@ -59,12 +59,13 @@ func temporalPause(opts *pauseOptions, reason string) error { return handOver() 
 func temporalRedirect(opts *redirectOptions) error          { return handOver() }
 
 // temporalSync: aot status brings the state file in step through
-// aot-temporal's, which then shows the status itself.
-func temporalSync(opts *statusOptions) {
+// aot-temporal's, which then shows the status itself (so nothing is
+// returned here: without aot-temporal the status is shown from the file).
+func temporalSync(opts *statusOptions) *workflowDoc {
 	bin, err := temporalBinary()
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
-		return
+		return nil
 	}
 	cmd := exec.Command(bin, os.Args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -75,9 +76,10 @@ func temporalSync(opts *statusOptions) {
 	}
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: run %s: %v\n", bin, err)
-		return
+		return nil
 	}
 	os.Exit(0)
+	return nil
 }
 
 // newCmdWorker is aot worker, handed over to aot-temporal.

@@ -193,6 +193,13 @@ func (s *Server) summary(l *loop) summaryDoc {
 	}
 	d := *c
 	d.Engine = eng
+	if wf, _ := l.workflow(); wf != nil {
+		// A workflow's attempts run on its workers: their journal is not here.
+		d.Running = []runningDoc{}
+		for _, a := range wf.Attempts {
+			d.Running = append(d.Running, runningDoc{Atom: a.Atom, Role: "worker", Attempt: a.Attempt, Started: &a.Started})
+		}
+	}
 	if d.st != nil {
 		d.Status = loopStatus(d.st, eng)
 	}
@@ -491,7 +498,11 @@ func (s *Server) pauseLoop(w http.ResponseWriter, r *http.Request, l *loop) {
 	if q.Reason == "" {
 		q.Reason = "paused from aot serve"
 	}
-	if err := engine.Pause(l.stateFile, q.Kill, q.Reason, 5*time.Second); err != nil {
+	ctl, err := s.controlsOf(r.Context(), l)
+	if err == nil {
+		err = ctl.pause(q.Kill, q.Reason)
+	}
+	if err != nil {
 		s.controlError(w, err)
 		return
 	}
@@ -510,7 +521,11 @@ func (s *Server) resumeLoop(w http.ResponseWriter, r *http.Request, l *loop) {
 	if q.Reason == "" {
 		q.Reason = "resumed from aot serve"
 	}
-	if err := engine.Resume(l.stateFile, q.Reason, 5*time.Second); err != nil {
+	ctl, err := s.controlsOf(r.Context(), l)
+	if err == nil {
+		err = ctl.resume(q.Reason)
+	}
+	if err != nil {
 		s.controlError(w, err)
 		return
 	}
@@ -529,7 +544,11 @@ func (s *Server) stopLoop(w http.ResponseWriter, r *http.Request, l *loop) {
 	if q.Reason == "" {
 		q.Reason = "stopped from aot serve"
 	}
-	res, err := engine.Stop(l.stateFile, q.Reason, 10*time.Second)
+	ctl, err := s.controlsOf(r.Context(), l)
+	var res engine.StopResult
+	if err == nil {
+		res, err = ctl.stop(q.Reason)
+	}
 	if err != nil {
 		s.controlError(w, err)
 		return
@@ -561,7 +580,11 @@ func (s *Server) redirectLoop(w http.ResponseWriter, r *http.Request, l *loop) {
 		writeError(w, http.StatusBadRequest, "%v", engine.ErrEmptyChange)
 		return
 	}
-	res, err := engine.Redirect(l.stateFile, c, s.opts.Now(), 10*time.Second)
+	ctl, err := s.controlsOf(r.Context(), l)
+	var res engine.RedirectResult
+	if err == nil {
+		res, err = ctl.redirect(c)
+	}
 	if err != nil {
 		s.controlError(w, err)
 		return

@@ -51,7 +51,8 @@ type harness struct {
 	ws    string
 }
 
-func start(t *testing.T, ws string) *harness {
+// start serves ws (a new folder when ""), its options edited by edit.
+func start(t *testing.T, ws string, edit ...func(*server.Options)) *harness {
 	t.Helper()
 	if ws == "" {
 		ws = t.TempDir()
@@ -67,7 +68,11 @@ func start(t *testing.T, ws string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Workspaces: []string{ws}, Token: token, Exe: exe})
+	opts := server.Options{Workspaces: []string{ws}, Token: token, Exe: exe}
+	for _, e := range edit {
+		e(&opts)
+	}
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

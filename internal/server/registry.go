@@ -40,6 +40,13 @@ type loop struct {
 	viewMu     sync.Mutex // one writer of the CCW view at a time
 	sum        *summaryDoc
 	sumKey     summaryKey
+
+	// On Temporal (temporal.go): what the workflow said when last asked.
+	syncMu  sync.Mutex // one question to the workflow at a time
+	wf      *Workflow
+	wfAt    time.Time
+	wfErr   string    // the last question's error, reported once
+	wfEnded fileStamp // the marker when the workflow was seen ended
 }
 
 type fileStamp struct {
@@ -66,13 +73,15 @@ func (l *loop) snapshot() []journal.Event {
 	return l.events[:len(l.events):len(l.events)]
 }
 
-// engineInfo is what the run lock and the pause marker say.
+// engineInfo is what the run lock and the pause marker say or, for a loop
+// on Temporal, its workflow.
 type engineInfo struct {
-	Running     bool       `json:"running"`
-	PID         int        `json:"pid,omitempty"`
-	Paused      bool       `json:"paused"`
-	PausedSince *time.Time `json:"paused_since,omitempty"`
-	PausedKill  bool       `json:"paused_kill,omitempty"`
+	Running     bool          `json:"running"`
+	PID         int           `json:"pid,omitempty"`
+	Paused      bool          `json:"paused"`
+	PausedSince *time.Time    `json:"paused_since,omitempty"`
+	PausedKill  bool          `json:"paused_kill,omitempty"`
+	Temporal    *workflowInfo `json:"temporal,omitempty"`
 }
 
 func (l *loop) engine() engineInfo {
@@ -80,6 +89,16 @@ func (l *loop) engine() engineInfo {
 	info := engineInfo{Running: held}
 	if held {
 		info.PID = pid
+	}
+	if wf, at := l.workflow(); wf != nil {
+		// The workflow is the engine, whether or not an aot run is attached
+		// to it (the run lock's pid).
+		info.Running = held || wf.Running
+		info.Paused = info.Running && wf.Paused
+		info.Temporal = &workflowInfo{WorkflowID: wf.ID, AskedAt: at}
+		return info
+	}
+	if held {
 		if p, ok := engine.Paused(l.stateFile); ok {
 			info.Paused, info.PausedSince, info.PausedKill = true, &p.Since, p.Kill
 		}

@@ -87,6 +87,9 @@ func (s *Server) start(l *loop, q startRequest) (int, error) {
 	if pid, held, _ := runlock.Holder(l.stateFile); held {
 		return 0, &startError{code: 409, msg: fmt.Sprintf("the loop is already running (engine pid %d)", pid)}
 	}
+	if id, ok := l.workflowRunning(); ok {
+		return 0, &startError{code: 409, msg: fmt.Sprintf("the loop is already running (Temporal workflow %s)", id)}
+	}
 	if err := os.MkdirAll(journal.DirFor(l.stateFile), journal.DirMode); err != nil {
 		return 0, err
 	}

@@ -32,6 +32,10 @@ type Options struct {
 	ViewInterval time.Duration // how often changed CCW views are written; default 500ms
 	Logger       *slog.Logger  // the server's own log; default: discarded
 	Now          func() time.Time
+	// Temporal reaches the workflows of loops that run on Temporal (see
+	// TemporalLoops); nil: those loops are served from their files alone.
+	Temporal      TemporalLoops
+	TemporalEvery time.Duration // how often those workflows are asked; default 2s
 }
 
 // Server serves the loops.
@@ -68,6 +72,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ViewInterval <= 0 {
 		opts.ViewInterval = 500 * time.Millisecond
+	}
+	if opts.TemporalEvery <= 0 {
+		opts.TemporalEvery = 2 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -114,9 +121,10 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.syncView(l)
 	}
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); s.watchLoops(ctx) }()
 	go func() { defer wg.Done(); s.keepViews(ctx) }()
+	go func() { defer wg.Done(); s.keepWorkflows(ctx) }()
 	go func() { wg.Wait(); close(s.done) }()
 	s.addrMu.Lock()
 	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/aot-loop/aot/internal/server"
+)
+
+// workflowDoc is what aot status --json says of a loop's Temporal
+// workflow, as the workflow answered before the status was gathered. aot
+// serve reads it from aot-temporal status (serve_temporal_exec.go).
+type workflowDoc struct {
+	ID       string               `json:"workflow_id"`
+	Running  bool                 `json:"running"` // it has not ended
+	Paused   bool                 `json:"paused"`
+	Attempts []workflowAttemptDoc `json:"attempts"` // in flight, on the workers
+	Outcome  string               `json:"outcome,omitempty"`
+}
+
+type workflowAttemptDoc struct {
+	Atom    string    `json:"atom"`
+	Attempt int       `json:"attempt"`
+	Started time.Time `json:"started"`
+}
+
+// forServer is the doc in the server's words.
+func (d *workflowDoc) forServer() server.Workflow {
+	wf := server.Workflow{ID: d.ID, Running: d.Running, Paused: d.Paused}
+	for _, a := range d.Attempts {
+		wf.Attempts = append(wf.Attempts, server.WorkflowAttempt{Atom: a.Atom, Attempt: a.Attempt, Started: a.Started})
+	}
+	return wf
+}
