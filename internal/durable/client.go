@@ -225,7 +225,10 @@ func Project(stateFile string, st Status) error {
 	if err != nil {
 		return fmt.Errorf("the workflow's state: %w", err)
 	}
-	_, err = state.NewStore(stateFile).Update(func(s *state.State) error {
+	// The workflow's state is the truth, reached by transitions the local
+	// file may not have seen (pending to resolved between two queries):
+	// no transition check, as for the local engine's own writes.
+	_, err = state.NewStore(stateFile).UpdateBatch(func(s *state.State) error {
 		state.CopyInto(s, next)
 		return appendEvents(stateFile, st)
 	})
@@ -296,7 +299,7 @@ func AttachWith(ctx context.Context, c client.Client, m Marker, stateFile string
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var last []byte
-	lastRunning := ""
+	lastRunning, lastErr := "", ""
 	for {
 		select {
 		case err := <-done:
@@ -324,7 +327,15 @@ func AttachWith(ctx context.Context, c client.Client, m Marker, stateFile string
 				continue // the workflow may be between runs (Continue-As-New)
 			}
 			if !bytes.Equal(st.State, last) || len(st.Events) > 0 {
-				if err := Project(stateFile, st); err == nil {
+				err := Project(stateFile, st)
+				if err != nil && say != nil && err.Error() != lastErr {
+					say("the local state file is behind the workflow: " + err.Error())
+				}
+				lastErr = ""
+				if err != nil {
+					lastErr = err.Error()
+				}
+				if err == nil {
 					last = st.State
 					if o.Event != nil {
 						for _, ev := range st.Events {
