@@ -16,6 +16,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/durable"
 	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -55,7 +56,14 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 	} else {
 		say(fmt.Sprintf("started workflow %s on task queue %s; integration branch %s on %s", m.WorkflowID, m.TaskQueue, m.Base, m.Repo))
 	}
-	out, err := durable.Attach(ctx, c, m, opts.Global.StateFile, 500*time.Millisecond, say)
+	// One line per journal event of the workflow, as a local run prints
+	// them, as they reach the local journal.
+	show := func(ev journal.Event) {
+		if !opts.Quiet {
+			fmt.Fprintf(opts.IO.ErrOut, "[temporal] %s %s  %s\n", ev.Time.Local().Format("15:04:05"), ev.Type, describeEvent(ev))
+		}
+	}
+	out, err := durable.AttachWith(ctx, c, m, opts.Global.StateFile, durable.AttachOptions{Every: 500 * time.Millisecond, Say: say, Event: show})
 	if err != nil {
 		return err
 	}

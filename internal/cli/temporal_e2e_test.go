@@ -124,8 +124,10 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("the loop did not end within 3 minutes:\n%s", out2)
 	}
-	if !strings.Contains(out2.String(), "completed") {
-		t.Errorf("the reattached aot run did not report completion:\n%s", out2)
+	for _, want := range []string{"completed (completed)", "atom_finish  E  worker  attempt 1  ok", "verify  ", "stop  "} {
+		if !strings.Contains(out2.String(), want) {
+			t.Errorf("the reattached aot run did not show %q:\n%s", want, out2)
+		}
 	}
 
 	// Atoms ran on both workers.
@@ -155,10 +157,13 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 		if ev.Type == journal.AtomFinish && ev.Role == "worker" && ev.OK != nil && *ev.OK {
 			finished[ev.Atom]++
 		}
+		if ev.Type == journal.RunStart || ev.Type == journal.Stop {
+			finished[ev.Type]++
+		}
 	}
-	for _, id := range []string{"A", "B", "C", "D", "E"} {
+	for _, id := range []string{"A", "B", "C", "D", "E", journal.RunStart, journal.Stop} {
 		if finished[id] != 1 {
-			t.Errorf("the local journal has %d successful attempts of %s", finished[id], id)
+			t.Errorf("the local journal has %s %d times", id, finished[id])
 		}
 	}
 	// Every atom is merged once into the integration branch on the remote.
