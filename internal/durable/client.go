@@ -62,9 +62,7 @@ func seqPath(stateFile string) string {
 	return filepath.Join(journal.DirFor(stateFile), "temporal.seq")
 }
 
-func markerPath(stateFile string) string {
-	return filepath.Join(journal.DirFor(stateFile), "temporal.json")
-}
+func markerPath(stateFile string) string { return journal.TemporalMarker(stateFile) }
 
 // ReadMarker returns the marker of stateFile's loop, if it runs on Temporal.
 func ReadMarker(stateFile string) (Marker, bool) {
@@ -362,6 +360,10 @@ func AttachWith(ctx context.Context, c client.Client, m Marker, stateFile string
 // Cancel stops the workflow: its running activities are cancelled (their
 // agents killed by the workers) and it ends as a manual stop.
 func Cancel(ctx context.Context, c client.Client, m Marker, reason string) error {
+	// The reason goes first, as a signal: a cancellation carries none.
+	if reason != "" {
+		_ = c.SignalWorkflow(ctx, m.WorkflowID, "", SignalStop, StopRequest{Reason: reason})
+	}
 	return c.CancelWorkflow(ctx, m.WorkflowID, "")
 }
 

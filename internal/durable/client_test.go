@@ -197,7 +197,7 @@ func TestAotStopCancelsATemporalLoopMidRun(t *testing.T) {
 		}
 	}
 	s, _ := state.NewStore(sf).Read()
-	if s == nil || s.Control.Status != state.ControlStopped {
+	if s == nil || s.Control.Status != state.ControlStopped || s.Control.StopReason == nil || *s.Control.StopReason != "manual stop: enough" {
 		t.Errorf("local state after the stop: %+v", s)
 	}
 }

@@ -23,6 +23,7 @@ const (
 	DefaultTaskQueue = "aot"
 	SignalPause      = "pause"
 	SignalResume     = "resume"
+	SignalStop       = "stop" // the reason of an aot stop, sent before the cancellation
 	UpdateRedirect   = "redirect"
 	QueryStatus      = "status"
 )
@@ -85,6 +86,12 @@ type Carry struct {
 // SignalResume's payload is a ResumeRequest (or nothing).
 type PauseRequest struct {
 	Kill   bool   `json:"kill"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// StopRequest is SignalStop's payload: the loop stops as a manual stop
+// with this reason (aot stop --reason), as it does when cancelled.
+type StopRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 

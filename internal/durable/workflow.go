@@ -64,6 +64,7 @@ type loop struct {
 	in   LoopInput
 	id   string
 	ctx  workflow.Context // where the host's activities run; disconnected once the workflow is cancelled
+	root workflow.Context
 	core *engine.Core
 	head string
 
@@ -78,17 +79,18 @@ type loop struct {
 	// deciding is set while the Core makes a decision that waits for an
 	// activity (a verification, the planner): a redirect waits for it to
 	// end, as a local engine takes redirects between its steps.
-	deciding bool
-	outcome    *Outcome
+	deciding     bool
+	disconnected bool // the workflow was cancelled: l.ctx is disconnected from it
+	outcome      *Outcome
 
 	events   []journal.Event // the last eventRing events
 	eventSeq int
 
-	pauseCh, resumeCh workflow.ReceiveChannel
-	wake              workflow.Channel
-	timerAt           time.Time
-	timerF            workflow.Future
-	timerCancel       workflow.CancelFunc
+	pauseCh, resumeCh, stopCh workflow.ReceiveChannel
+	wake                      workflow.Channel
+	timerAt                   time.Time
+	timerF                    workflow.Future
+	timerCancel               workflow.CancelFunc
 }
 
 // Loop is the workflow of one loop, registered as WorkflowName. It returns
@@ -100,11 +102,12 @@ func Loop(ctx workflow.Context, in LoopInput) (Outcome, error) {
 		return outcomeOf(engine.Failed, "the loop's state: "+err.Error()), nil
 	}
 	l := &loop{
-		in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, ctx: ctx, head: in.BaseCommit,
+		in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, ctx: ctx, root: ctx, head: in.BaseCommit,
 		tasks:    map[int]*attempt{},
 		eventSeq: in.Carry.Events,
 		pauseCh:  workflow.GetSignalChannel(ctx, SignalPause),
 		resumeCh: workflow.GetSignalChannel(ctx, SignalResume),
+		stopCh:   workflow.GetSignalChannel(ctx, SignalStop),
 		wake:     workflow.NewBufferedChannel(ctx, 1),
 	}
 	if in.Carry.Head != "" {
@@ -177,11 +180,23 @@ func decide[T any](l *loop, fn func() T) T {
 // the Core; the activities that remain (cancelling attempts, the last
 // projection) run on a disconnected context.
 func (l *loop) cancelled(ctx workflow.Context) {
-	if ctx.Err() == nil || l.core.Stopping() {
+	if !l.disconnect() {
 		return
 	}
-	l.ctx, _ = workflow.NewDisconnectedContext(ctx)
+	l.controls() // an aot stop's reason, sent just before
 	l.core.Stop("the workflow was cancelled (aot stop)")
+}
+
+// disconnect moves the host's activities to a context the workflow's
+// cancellation does not reach, once it came; it reports whether it did so
+// now.
+func (l *loop) disconnect() bool {
+	if l.root.Err() == nil || l.disconnected {
+		return false
+	}
+	l.disconnected = true
+	l.ctx, _ = workflow.NewDisconnectedContext(l.root)
+	return true
 }
 
 // wait blocks until something happens: an activity ends, a signal or an
@@ -200,6 +215,7 @@ func (l *loop) wait(ctx workflow.Context) {
 	}
 	sel.AddReceive(l.pauseCh, func(workflow.ReceiveChannel, bool) { l.controls() })
 	sel.AddReceive(l.resumeCh, func(workflow.ReceiveChannel, bool) { l.controls() })
+	sel.AddReceive(l.stopCh, func(workflow.ReceiveChannel, bool) { l.controls() })
 	sel.AddReceive(l.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
 	if !l.core.Stopping() {
 		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
@@ -295,6 +311,7 @@ func (l *loop) Cancel(id int) {
 // Drain waits for the cancelled attempts: each activity's end (the worker
 // acknowledges that its agent is killed), bounded by drainWait.
 func (l *loop) Drain() {
+	l.disconnect()
 	deadline := workflow.Now(l.ctx).Add(drainWait)
 	for _, id := range l.ids() {
 		t := l.tasks[id]
@@ -306,7 +323,12 @@ func (l *loop) Drain() {
 			if left <= 0 {
 				continue
 			}
-			ok, _ := workflow.AwaitWithTimeout(l.ctx, left, func() bool { return t.fut.IsReady() })
+			ok, err := workflow.AwaitWithTimeout(l.ctx, left, func() bool { return t.fut.IsReady() })
+			if err != nil && l.disconnect() {
+				// The workflow was cancelled meanwhile: wait on, out of
+				// its reach.
+				ok, _ = workflow.AwaitWithTimeout(l.ctx, max(deadline.Sub(workflow.Now(l.ctx)), time.Millisecond), func() bool { return t.fut.IsReady() })
+			}
 			if !ok {
 				continue
 			}
@@ -491,6 +513,7 @@ func (l *loop) shouldContinue(ctx workflow.Context) bool {
 // completed, and the attached aot run gets the last projection.
 func (l *loop) finish(out engine.Outcome) Outcome {
 	l.ending = true
+	l.disconnect()
 	if out.Reason != engine.ManualStop {
 		l.landMerges()
 	} else if l.merging != nil {

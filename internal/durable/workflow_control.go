@@ -55,8 +55,20 @@ func (l *loop) status(since int) Status {
 	return st
 }
 
-// controls applies the pause and resume signals that have arrived.
+// controls applies the stop, pause and resume signals that have arrived.
 func (l *loop) controls() {
+	for {
+		var r StopRequest
+		ok, _ := l.stopCh.ReceiveAsyncWithMoreFlag(&r)
+		if !ok {
+			break
+		}
+		reason := r.Reason
+		if reason == "" {
+			reason = "aot stop"
+		}
+		l.core.Stop(reason)
+	}
 	for {
 		var p PauseRequest
 		ok, _ := l.pauseCh.ReceiveAsyncWithMoreFlag(&p)

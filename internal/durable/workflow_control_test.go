@@ -140,14 +140,21 @@ func TestWorkflowCancelIsAManualStop(t *testing.T) {
 	slowAttempts(r, time.Hour, success)
 	cancelled := 0
 	r.env.SetOnActivityCanceledListener(func(info *activity.Info) { cancelled++ })
-	r.env.RegisterDelayedCallback(r.env.CancelWorkflow, 10*time.Minute)
+	r.env.RegisterDelayedCallback(func() {
+		// As aot stop --reason R does it: the reason, then the cancellation.
+		r.env.SignalWorkflow(SignalStop, StopRequest{Reason: "wrong approach"})
+		r.env.CancelWorkflow()
+	}, 10*time.Minute)
 	out := r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A"), atom("B")}, nil)))
 	wantReason(t, out, engine.ManualStop)
+	if out.Message != "manual stop: wrong approach" {
+		t.Errorf("message %q", out.Message)
+	}
 	if cancelled != 2 {
 		t.Errorf("%d attempts cancelled, want 2", cancelled)
 	}
 	s, _ := r.final(t)
-	if s.Control.Status != state.ControlStopped || s.Atom("A").Status != state.StatusPending {
+	if s.Control.Status != state.ControlStopped || s.Atom("A").Status != state.StatusPending || s.Control.StopReason == nil || *s.Control.StopReason != out.Message {
 		t.Errorf("control %+v, A %+v", s.Control, s.Atom("A"))
 	}
 }
