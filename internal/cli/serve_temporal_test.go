@@ -299,6 +299,7 @@ func TestServeShowsAndSteersALoopOnTemporal(t *testing.T) {
 		Status string
 		Engine struct {
 			Running, Paused bool
+			PausedSince     *time.Time `json:"paused_since"`
 			Temporal        *struct {
 				WorkflowID string `json:"workflow_id"`
 			}
@@ -340,8 +341,11 @@ func TestServeShowsAndSteersALoopOnTemporal(t *testing.T) {
 	if !workflow().Paused {
 		t.Error("the workflow is not paused")
 	}
-	if s := loop(); s.Status != "paused" || !s.Engine.Paused {
+	if s := loop(); s.Status != "paused" || !s.Engine.Paused || s.Engine.PausedSince == nil || time.Since(*s.Engine.PausedSince) > time.Minute {
 		t.Errorf("after the pause: %s", describe(s))
+	}
+	if p := workflow().Pause; p == nil || p.Reason != "a look" {
+		t.Errorf("the workflow's pause: %+v", p)
 	}
 	if code, out := api("POST", "/api/loops/"+id+"/resume", map[string]any{}); code != 200 || out["paused"] != false {
 		t.Fatalf("resume: %d %v", code, out)

@@ -177,6 +177,9 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 			return err
 		}
 		doc = &workflowDoc{ID: m.WorkflowID, Running: !st.Done, Paused: st.Paused, Attempts: []workflowAttemptDoc{}}
+		if p := st.Pause; p != nil {
+			doc.PausedSince, doc.PausedKill = &p.Since, p.Kill
+		}
 		for _, r := range st.Running {
 			doc.Attempts = append(doc.Attempts, workflowAttemptDoc{Atom: r.Atom, Attempt: r.Attempt, Started: r.Started})
 		}

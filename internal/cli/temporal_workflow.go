@@ -10,11 +10,15 @@ import (
 // workflow, as the workflow answered before the status was gathered. aot
 // serve reads it from aot-temporal status (serve_temporal_exec.go).
 type workflowDoc struct {
-	ID       string               `json:"workflow_id"`
-	Running  bool                 `json:"running"` // it has not ended
-	Paused   bool                 `json:"paused"`
-	Attempts []workflowAttemptDoc `json:"attempts"` // in flight, on the workers
-	Outcome  string               `json:"outcome,omitempty"`
+	ID      string `json:"workflow_id"`
+	Running bool   `json:"running"` // it has not ended
+	Paused  bool   `json:"paused"`
+	// PausedSince and PausedKill say when the pause in force began and
+	// whether it killed the running attempts.
+	PausedSince *time.Time           `json:"paused_since,omitempty"`
+	PausedKill  bool                 `json:"paused_kill,omitempty"`
+	Attempts    []workflowAttemptDoc `json:"attempts"` // in flight, on the workers
+	Outcome     string               `json:"outcome,omitempty"`
 }
 
 type workflowAttemptDoc struct {
@@ -25,7 +29,7 @@ type workflowAttemptDoc struct {
 
 // forServer is the doc in the server's words.
 func (d *workflowDoc) forServer() server.Workflow {
-	wf := server.Workflow{ID: d.ID, Running: d.Running, Paused: d.Paused}
+	wf := server.Workflow{ID: d.ID, Running: d.Running, Paused: d.Paused, PausedSince: d.PausedSince, PausedKill: d.PausedKill}
 	for _, a := range d.Attempts {
 		wf.Attempts = append(wf.Attempts, server.WorkflowAttempt{Atom: a.Atom, Attempt: a.Attempt, Started: a.Started})
 	}

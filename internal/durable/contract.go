@@ -164,13 +164,16 @@ type VerifyResult = engine.CheckReport
 
 // Status is what the status query answers.
 type Status struct {
-	State     []byte      `json:"state"` // the current state, state.Marshal
-	Paused    bool        `json:"paused"`
-	Running   []Running   `json:"running"`
-	Usage     agent.Usage `json:"usage"`
-	Iteration int         `json:"iteration"`
-	Done      bool        `json:"done"`
-	Outcome   *Outcome    `json:"outcome,omitempty"`
+	State  []byte `json:"state"` // the current state, state.Marshal
+	Paused bool   `json:"paused"`
+	// Pause is the pause in force: since when, why, whether it killed the
+	// running attempts.
+	Pause     *engine.PauseInfo `json:"pause,omitempty"`
+	Running   []Running         `json:"running"`
+	Usage     agent.Usage       `json:"usage"`
+	Iteration int               `json:"iteration"`
+	Done      bool              `json:"done"`
+	Outcome   *Outcome          `json:"outcome,omitempty"`
 	// Events are the loop's journal events after the query's "since"
 	// (at most the last eventRing); EventSeq numbers the last one.
 	Events   []journal.Event `json:"events,omitempty"`

@@ -43,7 +43,7 @@ func (l *loop) register(ctx workflow.Context) error {
 func (l *loop) status(since int) Status {
 	u, _ := l.core.Usage()
 	s := l.core.State()
-	st := Status{State: state.Marshal(s), Paused: l.core.Paused() != nil, Running: []Running{}, Usage: u,
+	st := Status{State: state.Marshal(s), Paused: l.core.Paused() != nil, Pause: l.core.Paused(), Running: []Running{}, Usage: u,
 		Iteration: s.Control.Iteration, Done: l.outcome != nil, Outcome: l.outcome, EventSeq: l.eventSeq}
 	for _, a := range l.core.Running() {
 		st.Running = append(st.Running, Running{Role: string(a.Role), Atom: a.Atom, Attempt: a.N, Started: a.Started})

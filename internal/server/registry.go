@@ -95,6 +95,9 @@ func (l *loop) engine() engineInfo {
 		// to it (the run lock's pid).
 		info.Running = held || wf.Running
 		info.Paused = info.Running && wf.Paused
+		if info.Paused {
+			info.PausedSince, info.PausedKill = wf.PausedSince, wf.PausedKill
+		}
 		info.Temporal = &workflowInfo{WorkflowID: wf.ID, AskedAt: at}
 		return info
 	}

@@ -37,10 +37,14 @@ type TemporalLoops interface {
 
 // Workflow is what a loop's workflow answered.
 type Workflow struct {
-	ID       string
-	Running  bool // it has not ended
-	Paused   bool
-	Attempts []WorkflowAttempt // in flight
+	ID      string
+	Running bool // it has not ended
+	Paused  bool
+	// PausedSince and PausedKill describe the pause in force (nil: the
+	// workflow did not say).
+	PausedSince *time.Time
+	PausedKill  bool
+	Attempts    []WorkflowAttempt // in flight
 }
 
 // WorkflowAttempt is an agent attempt the workflow waits for.
