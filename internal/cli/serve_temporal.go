@@ -21,10 +21,10 @@ func (s *serveWorkflows) Close() error { return s.w.Close() }
 
 func (s *serveWorkflows) Sync(ctx context.Context, stateFile string) (server.Workflow, error) {
 	doc, err := s.w.sync(ctx, stateFile)
-	if err != nil {
+	if doc == nil {
 		return server.Workflow{}, err
 	}
-	return doc.forServer(), nil
+	return doc.forServer(), err // err: a hand edit kept aside, for the notice
 }
 
 func (s *serveWorkflows) Pause(ctx context.Context, stateFile string, kill bool, reason string) error {

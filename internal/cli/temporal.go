@@ -168,13 +168,18 @@ func (w *workflows) call(ctx context.Context, stateFile string, fn func(ctx cont
 // no aot run is attached.
 func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, error) {
 	var doc *workflowDoc
+	var edited error // a hand edit, kept aside: said, and the file is in step
 	err := w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
 		st, err := durable.Query(ctx, c, m)
 		if err != nil {
 			return err
 		}
 		if err := durable.Project(stateFile, st); err != nil {
-			return err
+			var he *durable.HandEditError
+			if !errors.As(err, &he) {
+				return err
+			}
+			edited = err
 		}
 		doc = &workflowDoc{ID: m.WorkflowID, Running: !st.Done, Paused: st.Paused, Attempts: []workflowAttemptDoc{}}
 		if p := st.Pause; p != nil {
@@ -188,6 +193,9 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 		}
 		return nil
 	})
+	if err == nil {
+		err = edited
+	}
 	return doc, err
 }
 
@@ -288,7 +296,11 @@ func temporalSync(opts *statusOptions) *workflowDoc {
 		doc, err = w.sync(ctx, opts.Global.StateFile)
 		return err
 	})
-	if err != nil {
+	var he *durable.HandEditError
+	switch {
+	case errors.As(err, &he):
+		fmt.Fprintf(opts.IO.ErrOut, "aot: %v\n", err)
+	case err != nil:
 		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
 	}
 	return doc

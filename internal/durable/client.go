@@ -226,11 +226,50 @@ func Project(stateFile string, st Status) error {
 	// The workflow's state is the truth, reached by transitions the local
 	// file may not have seen (pending to resolved between two queries):
 	// no transition check, as for the local engine's own writes.
+	if err := os.MkdirAll(journal.DirFor(stateFile), journal.DirMode); err != nil {
+		return err
+	}
+	lastPath := filepath.Join(journal.DirFor(stateFile), "temporal.last")
+	var edited *HandEditError
 	_, err = state.NewStore(stateFile).UpdateBatch(func(s *state.State) error {
+		if last, err := os.ReadFile(lastPath); err == nil && !bytes.Equal(last, state.Marshal(s)) {
+			// Changed since the last projection, by someone else than the
+			// workflow: kept aside, and said, never lost in silence.
+			kept := filepath.Join(journal.DirFor(stateFile), "hand-edit-"+time.Now().UTC().Format("20060102T150405.000")+".md")
+			if err := state.WriteFile(kept, state.Marshal(s), journal.FileMode); err != nil {
+				return err
+			}
+			edited = &HandEditError{Kept: kept}
+		}
 		state.CopyInto(s, next)
+		if err := state.WriteFile(lastPath, state.Marshal(s), journal.FileMode); err != nil {
+			return err
+		}
 		return appendEvents(stateFile, st)
 	})
+	if err == nil && edited != nil {
+		return edited
+	}
 	return err
+}
+
+// projected says whether Project brought the file in step, err its answer.
+func projected(err error) bool {
+	var he *HandEditError
+	return err == nil || errors.As(err, &he)
+}
+
+// HandEditError says that Project found the state file changed since its
+// last projection (by hand, or by a command meant for a local loop) and
+// replaced it with the workflow's state; the change is kept in Kept. A
+// loop on Temporal changes with aot redirect.
+type HandEditError struct{ Kept string }
+
+// Notice is what aot serve shows of it.
+func (e *HandEditError) Notice() string { return e.Error() }
+
+func (e *HandEditError) Error() string {
+	return "the state file was changed since the workflow's last projection; a loop on Temporal changes with aot redirect (a Temporal Update): the change is kept in " + e.Kept + ", and the file says what the workflow has"
 }
 
 // appendEvents appends st's events after the last one appended (their
@@ -305,9 +344,15 @@ func AttachWith(ctx context.Context, c client.Client, m Marker, stateFile string
 				return nil, nil // detached
 			}
 			// The final state, for the local commands.
-			if st, qerr := Query(context.Background(), c, m); qerr == nil && Project(stateFile, st) == nil && o.Event != nil {
-				for _, ev := range st.Events {
-					o.Event(ev)
+			if st, qerr := Query(context.Background(), c, m); qerr == nil {
+				perr := Project(stateFile, st)
+				if perr != nil && say != nil {
+					say(perr.Error())
+				}
+				if projected(perr) && o.Event != nil {
+					for _, ev := range st.Events {
+						o.Event(ev)
+					}
 				}
 			}
 			if err != nil {
@@ -333,7 +378,7 @@ func AttachWith(ctx context.Context, c client.Client, m Marker, stateFile string
 				if err != nil {
 					lastErr = err.Error()
 				}
-				if err == nil {
+				if projected(err) {
 					last = st.State
 					if o.Event != nil {
 						for _, ev := range st.Events {

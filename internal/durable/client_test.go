@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,5 +200,49 @@ func TestAotStopCancelsATemporalLoopMidRun(t *testing.T) {
 	s, _ := state.NewStore(sf).Read()
 	if s == nil || s.Control.Status != state.ControlStopped || s.Control.StopReason == nil || *s.Control.StopReason != "manual stop: enough" {
 		t.Errorf("local state after the stop: %+v", s)
+	}
+}
+
+// The projection never loses a change in silence: an edit of the state file
+// since the last projection (by hand, or a command meant for a local loop)
+// is kept aside and said, and the file says what the workflow has.
+func TestProjectKeepsAHandEditAsideAndSaysSo(t *testing.T) {
+	sf := filepath.Join(t.TempDir(), ".claude", "aot-loop-state.md")
+	s, err := state.Parse(fourAtoms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := state.NewStore(sf).Create(s, false); err != nil {
+		t.Fatal(err)
+	}
+	status := func(mark string) Status {
+		next := state.Clone(s)
+		next.Atoms[0].Description = mark
+		return Status{State: state.Marshal(next)}
+	}
+	if err := Project(sf, status("first")); err != nil {
+		t.Fatalf("the first projection: %v", err)
+	}
+	if err := Project(sf, status("second")); err != nil {
+		t.Fatalf("a projection over the last one: %v", err)
+	}
+	if _, err := state.NewStore(sf).Update(func(s *state.State) error { s.Atoms[1].Description = "edited by hand"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	err = Project(sf, status("third"))
+	var he *HandEditError
+	if !errors.As(err, &he) || !strings.Contains(err.Error(), "aot redirect") {
+		t.Fatalf("a projection over a hand edit: %v", err)
+	}
+	kept, err := os.ReadFile(he.Kept)
+	if err != nil || !strings.Contains(string(kept), "edited by hand") {
+		t.Errorf("the edit was not kept in %s: %v", he.Kept, err)
+	}
+	now, err := state.NewStore(sf).Read()
+	if err != nil || now.Atoms[0].Description != "third" || now.Atoms[1].Description == "edited by hand" {
+		t.Errorf("the file after the projection: %v %+v", err, now.Atoms[:2])
+	}
+	if err := Project(sf, status("fourth")); err != nil {
+		t.Errorf("the next projection: %v", err)
 	}
 }
