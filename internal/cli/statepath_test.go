@@ -92,6 +92,8 @@ func scriptCondition(cond string) (bool, error) {
 	switch cond {
 	case "mknod":
 		return canMknod(), nil
+	case "temporal":
+		return temporalBuild, nil // aot-temporal's build, not aot's
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
