@@ -73,7 +73,22 @@ run_case() {
 
 size_of() { awk -v s="$(stat -c %s "$1")" 'BEGIN {if (s < 1048576) printf "%.1f KB", s / 1024; else printf "%.1f MB", s / 1048576}'; }
 
+# floor CMD...: the median wall time of CMD (ms), the baseline a call is
+# measured against in the same run.
+floor() {
+	local times=() t0 t1
+	for ((r = 0; r < RUNS; r++)); do
+		t0=$(now_ns)
+		"$@" >/dev/null 2>&1 || true
+		t1=$(now_ns)
+		times+=($(((t1 - t0) / 1000)))
+	done
+	printf '%s\n' "${times[@]}" | median | awk '{printf "%.1f", $1 / 1000}'
+}
+
 echo "aot CLI, $(nproc) cores, $(go version | cut -d' ' -f3), median of $RUNS runs"
+echo
+echo "floor in this run: a process start (/bin/true) $(floor /bin/true) ms; aot's own start (aot --version) $(floor "$aot" --version) ms"
 echo
 echo "| atoms | file | command | median ms | min ms | peak RSS MB | RSS / file |"
 echo "|---:|---:|---|---:|---:|---:|---:|"
