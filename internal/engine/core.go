@@ -142,7 +142,7 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 	if cy := o.Carry; cy != nil {
 		c.restore(cy)
 	} else {
-		c.begin()
+		e.startRun(nil)
 	}
 	e.applyBounds()
 	e.dirty = true
@@ -151,30 +151,6 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 		e.newSweep()
 	}
 	return c
-}
-
-// begin is Run's begin without the files.
-func (c *Core) begin() {
-	e, s := c.e, c.e.s
-	prev := s.Control.Status
-	switch prev {
-	case state.ControlStopped, state.ControlCompleted:
-		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: e.runData(map[string]any{"previous_stop_reason": deref(s.Control.StopReason), "stall_count": s.Control.StallCount})})
-		s.Control.StallCount = 0 // a person ran the loop again: the stall window starts afresh
-	default:
-		e.event(journal.Event{Type: journal.RunStart, Data: e.runData(nil)})
-	}
-	for i := range s.Atoms {
-		if a := &s.Atoms[i]; a.Status == state.StatusInProgress {
-			a.Status = state.StatusPending
-			e.event(journal.Event{Type: journal.AtomReset, Atom: a.ID, Reason: "orphaned: in progress when the previous run ended"})
-		}
-	}
-	s.Control.Status = state.ControlRunning
-	s.Control.StopRequested = false
-	s.Control.StopReason = nil
-	s.Control.RedirectRequested = false
-	e.startIter = s.Control.Iteration
 }
 
 func (c *Core) restore(cy *Carry) {

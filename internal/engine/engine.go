@@ -350,7 +350,6 @@ func (e *engine) begin() error {
 	}
 	e.jr = jr
 	e.s = s
-	prev := s.Control.Status
 	// What the previous run journaled since its last write of the state
 	// file, read once: its agents still alive, its spend, its results.
 	cp, after, _ := journal.ReadFromCheckpoint(journal.PathFor(e.opts.StateFile))
@@ -360,15 +359,34 @@ func (e *engine) begin() error {
 	}
 	e.loadUsage(cp, after)
 	replayed := e.replay(after)
-	switch prev {
-	case state.ControlRunning:
-		e.event(journal.Event{Type: journal.RunResume, Reason: "the previous engine is gone (crash or kill); resuming", Data: e.runData(map[string]any{"replayed": replayed})})
-	case state.ControlStopped, state.ControlCompleted:
-		reason := ""
-		if s.Control.StopReason != nil {
-			reason = *s.Control.StopReason
-		}
-		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: e.runData(map[string]any{"previous_stop_reason": reason, "stall_count": s.Control.StallCount})})
+	e.startRun(map[string]any{"replayed": replayed})
+	e.clearPause()
+	e.applyBounds()
+	e.dirty = true
+	e.rebuild()
+	if err := e.flush(); err != nil {
+		return err
+	}
+	e.newSweep()
+	if e.serial {
+		e.say("running: %d atoms, %d unresolved, one worker at a time (up to %d when their declared scopes are disjoint)", len(s.Atoms), dag.Unresolved(s), e.parallel)
+	} else {
+		e.say("running: %d atoms, %d unresolved, up to %s at once", len(s.Atoms), dag.Unresolved(s), plural(e.parallel, "agent"))
+	}
+	return nil
+}
+
+// startRun journals how the run starts, puts work orphaned by an earlier
+// run back to pending and marks the loop running. crash is the data of a
+// resume after a crash (a loop found running with no engine); nil when a
+// loop found running was started elsewhere (a Core's driver marks it so).
+func (e *engine) startRun(crash map[string]any) {
+	s := e.s
+	switch prev := s.Control.Status; {
+	case prev == state.ControlRunning && crash != nil:
+		e.event(journal.Event{Type: journal.RunResume, Reason: "the previous engine is gone (crash or kill); resuming", Data: e.runData(crash)})
+	case prev == state.ControlStopped || prev == state.ControlCompleted:
+		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: e.runData(map[string]any{"previous_stop_reason": deref(s.Control.StopReason), "stall_count": s.Control.StallCount})})
 		// A person ran the loop again: the stall window starts afresh.
 		s.Control.StallCount = 0
 	default:
@@ -385,20 +403,6 @@ func (e *engine) begin() error {
 	s.Control.StopReason = nil
 	s.Control.RedirectRequested = false
 	e.startIter = s.Control.Iteration
-	e.clearPause()
-	e.applyBounds()
-	e.dirty = true
-	e.rebuild()
-	if err := e.flush(); err != nil {
-		return err
-	}
-	e.newSweep()
-	if e.serial {
-		e.say("running: %d atoms, %d unresolved, one worker at a time (up to %d when their declared scopes are disjoint)", len(s.Atoms), dag.Unresolved(s), e.parallel)
-	} else {
-		e.say("running: %d atoms, %d unresolved, up to %s at once", len(s.Atoms), dag.Unresolved(s), plural(e.parallel, "agent"))
-	}
-	return nil
 }
 
 // applyBounds takes the run's bounds from the constraints and the run's
