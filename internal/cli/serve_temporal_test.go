@@ -8,121 +8,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/aot-loop/aot/internal/durable"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/temporaltest"
 )
 
 // aot serve over a loop on a real Temporal dev server, with a real worker
 // (aot worker) and git remote: nobody runs aot status, yet the API shows
 // the workflow's progress, and its pause, resume, redirect and stop reach
 // the workflow.
-
-// temporalCLI finds the temporal binary as the durable tests do:
-// $AOT_TEMPORAL_CLI, $AOT_TEMPORAL_CLI_DIR/temporal,
-// ~/.cache/aot/temporal/temporal (scripts/temporal-cli.sh), then $PATH.
-func temporalCLI() string {
-	if p := os.Getenv("AOT_TEMPORAL_CLI"); p != "" {
-		return p
-	}
-	var dirs []string
-	if d := os.Getenv("AOT_TEMPORAL_CLI_DIR"); d != "" {
-		dirs = append(dirs, d)
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, ".cache", "aot", "temporal"))
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, "temporal")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("temporal"); err == nil {
-		return p
-	}
-	return ""
-}
-
-// temporalDevServer starts `temporal server start-dev` on a free port with
-// a database of its own and returns its address once it answers; it stops
-// with the test. Without the binary the test skips, unless
-// AOT_REQUIRE_TEMPORAL=1. Call it before anything changes HOME.
-func temporalDevServer(t *testing.T) string {
-	t.Helper()
-	bin := temporalCLI()
-	if bin == "" {
-		const msg = "no temporal CLI (install it with scripts/temporal-cli.sh, or set AOT_TEMPORAL_CLI)"
-		if os.Getenv("AOT_REQUIRE_TEMPORAL") == "1" {
-			t.Fatal(msg + "; AOT_REQUIRE_TEMPORAL=1")
-		}
-		t.Skip(msg)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	logFile := filepath.Join(dir, "server.log")
-	lf, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
-	cmd := exec.Command(bin, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	for deadline := time.Now().Add(90 * time.Second); ; {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := client.DialContext(ctx, client.Options{HostPort: addr})
-		cancel()
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		select {
-		case err := <-exited:
-			data, _ := os.ReadFile(logFile)
-			t.Fatalf("the dev server exited: %v\n%s", err, data)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dev server did not answer at %s within 90s: %v", addr, err)
-		}
-	}
-}
 
 // inBackground runs aot args in this process until the test ends (or it
 // returns), with its own streams.
@@ -161,6 +68,29 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// temporalProject is a project whose remote the workers reach: a bare
+// repository, a clone of it (ws) holding the loop's state file (sf)
+// committed and pushed, all in root.
+func temporalProject(t *testing.T, goal, check string, parallel int, atoms ...state.Atom) (root, remote, ws, sf string) {
+	t.Helper()
+	root = t.TempDir()
+	remote = filepath.Join(root, "remote.git")
+	gitIn(t, root, "init", "-q", "--bare", remote)
+	ws = filepath.Join(root, "work")
+	gitIn(t, root, "clone", "-q", remote, ws)
+	s := state.New(state.Objective{Goal: goal, BackgroundIntent: "b", Deliverables: "d", DefinitionOfDone: "c",
+		BaseCase:    &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: check}},
+		Constraints: state.Constraints{MaxIterations: 40, MaxParallelAgents: parallel, MaxStallCount: 5}}, atoms, goal)
+	sf = filepath.Join(ws, ".claude", "aot-loop-state.md")
+	if err := state.NewStore(sf).Create(s, false); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, ws, "add", "-A")
+	gitIn(t, ws, "commit", "-q", "-m", "the loop")
+	gitIn(t, ws, "push", "-q", "origin", "HEAD:refs/heads/main")
+	return root, remote, ws, sf
+}
+
 // until polls cond every 100ms for at most within.
 func until(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
@@ -172,7 +102,7 @@ func until(t *testing.T, what string, within time.Duration, cond func() bool) {
 }
 
 func TestServeShowsAndSteersALoopOnTemporal(t *testing.T) {
-	addr := temporalDevServer(t)
+	addr := temporaltest.DevServer(t)
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", home)
@@ -183,22 +113,8 @@ func TestServeShowsAndSteersALoopOnTemporal(t *testing.T) {
 
 	// A project whose remote the worker reaches: two atoms, A at once, B
 	// held until the gate file exists (at most a minute).
-	root := t.TempDir()
-	remote := filepath.Join(root, "remote.git")
-	gitIn(t, root, "init", "-q", "--bare", remote)
-	ws := filepath.Join(root, "work")
-	gitIn(t, root, "clone", "-q", remote, ws)
-	atoms := []state.Atom{{ID: "A", Description: "write A.txt"}, {ID: "B", Description: "write B.txt"}}
-	s := state.New(state.Objective{Goal: "two files", BackgroundIntent: "b", Deliverables: "d", DefinitionOfDone: "c",
-		BaseCase:    &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: "test -f A.txt && test -f B.txt"}},
-		Constraints: state.Constraints{MaxIterations: 40, MaxParallelAgents: 2, MaxStallCount: 5}}, atoms, "two files")
-	sf := filepath.Join(ws, ".claude", "aot-loop-state.md")
-	if err := state.NewStore(sf).Create(s, false); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, ws, "add", "-A")
-	gitIn(t, ws, "commit", "-q", "-m", "the loop")
-	gitIn(t, ws, "push", "-q", "origin", "HEAD:refs/heads/main")
+	root, _, ws, sf := temporalProject(t, "two files", "test -f A.txt && test -f B.txt", 2,
+		state.Atom{ID: "A", Description: "write A.txt"}, state.Atom{ID: "B", Description: "write B.txt"})
 	gate := filepath.Join(root, "gate")
 	agent := `if [ "$AOT_ATOM_ID" = B ]; then i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; ` +
 		`echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/temporaltest"
 )
 
 // The README's recipe, as a person runs it: a Temporal dev server, two
@@ -20,7 +21,7 @@ import (
 // remote the workers reach; Ctrl-C detaches, a second `aot run` reattaches
 // and sees the loop to its end. Every process is the aot command itself.
 func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
-	addr := temporalDevServer(t)
+	addr := temporaltest.DevServer(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -38,26 +39,12 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+filepath.Join(home, "gitconfig"),
 		"TEMPORAL_ADDRESS="+addr, "TEMPORAL_NAMESPACE=default", "NO_COLOR=1", envStateFile+"=")
 
-	root := t.TempDir()
-	remote := filepath.Join(root, "remote.git")
-	gitIn(t, root, "init", "-q", "--bare", remote)
-	ws := filepath.Join(root, "work")
-	gitIn(t, root, "clone", "-q", remote, ws)
 	var atoms []state.Atom
 	for _, id := range []string{"A", "B", "C", "D"} {
 		atoms = append(atoms, state.Atom{ID: id, Description: "write " + id + ".txt"})
 	}
 	atoms = append(atoms, state.Atom{ID: "E", Description: "sum up", DependsOn: []string{"A", "B", "C", "D"}})
-	s := state.New(state.Objective{Goal: "five files", BackgroundIntent: "b", Deliverables: "d", DefinitionOfDone: "c",
-		BaseCase:    &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: "test -f A.txt && test -f B.txt && test -f C.txt && test -f D.txt && test -f E.txt"}},
-		Constraints: state.Constraints{MaxIterations: 40, MaxParallelAgents: 4, MaxStallCount: 5}}, atoms, "five files")
-	sf := filepath.Join(ws, ".claude", "aot-loop-state.md")
-	if err := state.NewStore(sf).Create(s, false); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, ws, "add", "-A")
-	gitIn(t, ws, "commit", "-q", "-m", "the loop")
-	gitIn(t, ws, "push", "-q", "origin", "HEAD:refs/heads/main")
+	root, remote, ws, sf := temporalProject(t, "five files", "test -f A.txt && test -f B.txt && test -f C.txt && test -f D.txt && test -f E.txt", 4, atoms...)
 
 	// Each agent notes where it ran (its worktree is in its worker's
 	// cache), and holds until the gate exists (at most a minute).
