@@ -309,13 +309,6 @@ func appendEvents(stateFile string, st Status) error {
 	return state.WriteFile(seqFile, []byte(strconv.Itoa(st.EventSeq)+"\n"), journal.FileMode)
 }
 
-// Attach keeps the local state file in step with the workflow until it
-// ends (its outcome) or ctx ends (a detach: nil outcome). say gets one line
-// per change a person cares about.
-func Attach(ctx context.Context, c client.Client, m Marker, stateFile string, every time.Duration, say func(string)) (*Outcome, error) {
-	return AttachWith(ctx, c, m, stateFile, AttachOptions{Every: every, Say: say})
-}
-
 // AttachOptions tune AttachWith.
 type AttachOptions struct {
 	Every time.Duration       // how often the workflow is queried
@@ -323,7 +316,8 @@ type AttachOptions struct {
 	Event func(journal.Event) // each journal event, once, as it reaches the local journal
 }
 
-// AttachWith is Attach with every option.
+// AttachWith keeps the local state file and journal in step with the
+// workflow until it ends (its outcome) or ctx ends (a detach: nil outcome).
 func AttachWith(ctx context.Context, c client.Client, m Marker, stateFile string, o AttachOptions) (*Outcome, error) {
 	every, say := o.Every, o.Say
 	if every <= 0 {

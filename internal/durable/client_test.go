@@ -75,7 +75,7 @@ func TestAotRunOnTemporalDetachesReattachesAndProjects(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	out, err := Attach(ctx, c, m, sf, 100*time.Millisecond, nil)
+	out, err := AttachWith(ctx, c, m, sf, AttachOptions{Every: 100 * time.Millisecond})
 	if err != nil || out != nil {
 		t.Fatalf("detach: %+v %v", out, err)
 	}
@@ -170,7 +170,7 @@ func TestAotStopCancelsATemporalLoopMidRun(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	out, err := Attach(ctx, c, m, sf, 100*time.Millisecond, nil)
+	out, err := AttachWith(ctx, c, m, sf, AttachOptions{Every: 100 * time.Millisecond})
 	if err != nil || out == nil || out.Reason != string(engine.ManualStop) {
 		t.Fatalf("outcome %+v %v", out, err)
 	}

@@ -132,7 +132,8 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 		l.controls()
 		l.cancelled(ctx)
 		if out, done := c.Bounds(); done {
-			return l.finish(decide(l, func() engine.Outcome { return c.GiveUp(out) })), nil
+			l.decide(func() { out = c.GiveUp(out) })
+			return l.finish(out), nil
 		}
 		c.Schedule()
 		l.startMerge()
@@ -168,12 +169,6 @@ func (l *loop) decide(fn func()) {
 	l.deciding = true
 	fn()
 	l.deciding = was
-}
-
-func decide[T any](l *loop, fn func() T) T {
-	var v T
-	l.decide(func() { v = fn() })
-	return v
 }
 
 // cancelled turns the workflow's cancellation (aot stop) into a stop of
