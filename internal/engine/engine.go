@@ -344,6 +344,10 @@ func (e *engine) begin() error {
 	if missing := s.Missing(); len(missing) > 0 {
 		return &NotReadyError{Missing: missing}
 	}
+	// The loop's own name, written before anything is named after it.
+	if s, err = EnsureLoopID(e.store); err != nil {
+		return err
+	}
 	jr, err := journal.Open(journal.PathFor(e.opts.StateFile))
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -59,7 +58,7 @@ func (e *engine) openIsolation(ctx context.Context) (int, error) {
 	default:
 		return 0, fmt.Errorf("unknown isolation %q (want auto, worktree, none or shared)", mode)
 	}
-	m, err := workspace.Open(ctx, e.opts.Workdir, workspace.Options{LoopID: loopID(e.opts.StateFile), KeepFailed: e.opts.KeepFailed, StateFile: e.opts.StateFile})
+	m, err := workspace.Open(ctx, e.opts.Workdir, workspace.Options{LoopID: e.s.Control.LoopID, KeepFailed: e.opts.KeepFailed, StateFile: e.opts.StateFile})
 	if errors.Is(err, workspace.ErrNotGit) && mode == IsolationAuto {
 		e.say("not a git repository with a commit: workers run one at a time in the project root (git init and commit to run them in parallel, isolated)")
 		e.event(journal.Event{Type: journal.Workspace, Reason: "not a git repository: no isolation, one worker at a time"})
@@ -111,12 +110,6 @@ func (e *engine) mayStart(a *state.Atom) bool {
 		}
 	}
 	return true
-}
-
-// loopID names a loop's branches after its state file's folder.
-func loopID(stateFile string) string {
-	root := ProjectRoot(stateFile)
-	return filepath.Base(root)
 }
 
 // readDir is where probes, planners, judges and the verifier look: the

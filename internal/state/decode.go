@@ -434,6 +434,10 @@ func (d *decoder) control(c *Control, n int32) {
 			}
 		case "redirect_requested":
 			c.RedirectRequested = d.boolean(f, v)
+		case "loop_id":
+			if !d.isNull(v) {
+				c.LoopID = d.str(f, v)
+			}
 		}
 	})
 	for _, f := range []string{"status", "iteration", "stall_count", "prev_pending_count", "stop_requested", "redirect_requested"} {
@@ -484,6 +488,9 @@ func (d *decoder) atoms(s *State, n int32) {
 				a.LastFailure = d.strKey(f, ".last_failure", v)
 			case "scope":
 				a.Scope = d.strListKey(f, ".scope", v)
+			case "expect_changes":
+				b := d.boolean(f+".expect_changes", v)
+				a.ExpectChanges = &b
 			}
 		})
 		if !hasID {

@@ -371,7 +371,8 @@ func sectionSame(a, b *State, name string) bool {
 
 func atomSame(a, b *Atom) bool {
 	return a.ID == b.ID && a.Description == b.Description && a.Status == b.Status && a.ORGroup == b.ORGroup &&
-		a.Attempts == b.Attempts && a.LastFailure == b.LastFailure && stringsSame(a.DependsOn, b.DependsOn) && stringsSame(a.Scope, b.Scope)
+		a.Attempts == b.Attempts && a.LastFailure == b.LastFailure && stringsSame(a.DependsOn, b.DependsOn) && stringsSame(a.Scope, b.Scope) &&
+		(a.ExpectChanges == nil) == (b.ExpectChanges == nil) && (a.ExpectChanges == nil || *a.ExpectChanges == *b.ExpectChanges)
 }
 
 func bindingSame(a, b *Binding) bool {
@@ -496,6 +497,10 @@ func (s *State) clone() *State {
 	for i := range c.Atoms {
 		c.Atoms[i].DependsOn = copySlice(s.Atoms[i].DependsOn)
 		c.Atoms[i].Scope = copySlice(s.Atoms[i].Scope)
+		if e := s.Atoms[i].ExpectChanges; e != nil {
+			v := *e
+			c.Atoms[i].ExpectChanges = &v
+		}
 	}
 	for i := range c.Bindings {
 		c.Bindings[i].Artifacts = copySlice(s.Bindings[i].Artifacts)

@@ -32,8 +32,8 @@ var ownedKeys = map[uint8][]string{
 	ownItem:          {"item", "check", "group", "any_of"},
 	ownCheck:         {"type", "value", "criteria", "rubric", "pass_threshold", "scope", "timeout"},
 	ownCriterion:     {"criterion", "description", "weight", "levels"},
-	ownControl:       {"status", "iteration", "stall_count", "prev_pending_count", "stop_requested", "stop_reason", "redirect_requested"},
-	ownAtom:          {"id", "description", "status", "depends_on", "or_group", "attempts", "last_failure", "scope"},
+	ownControl:       {"status", "iteration", "stall_count", "prev_pending_count", "stop_requested", "stop_reason", "redirect_requested", "loop_id"},
+	ownAtom:          {"id", "description", "status", "depends_on", "or_group", "attempts", "last_failure", "scope", "expect_changes"},
 	ownDecomposition: {"parent", "children", "reason"},
 	ownORGroup:       {"choices", "selected", "failed", "speculative"},
 	ownBinding:       {"summary", "artifacts"},
@@ -220,6 +220,9 @@ func (e *encoder) control(c *Control) int32 {
 		e.t.set(m, "stop_reason", e.null())
 	}
 	e.t.set(m, "redirect_requested", e.boolean(c.RedirectRequested))
+	if c.LoopID != "" {
+		e.t.set(m, "loop_id", e.ident(c.LoopID))
+	}
 	return m
 }
 
@@ -240,6 +243,9 @@ func (e *encoder) atom(a *Atom) int32 {
 	}
 	if len(a.Scope) > 0 {
 		e.t.set(m, "scope", e.texts(a.Scope))
+	}
+	if a.ExpectChanges != nil {
+		e.t.set(m, "expect_changes", e.boolean(*a.ExpectChanges))
 	}
 	return m
 }

@@ -127,6 +127,11 @@ type Control struct {
 	StopRequested     bool
 	StopReason        *string
 	RedirectRequested bool
+	// LoopID names this loop's run of the state file (AoT Loop extension):
+	// its git branches, worktree folders and Temporal workflow derive from
+	// it. The engine sets it when a loop first starts and keeps it across
+	// resumes; empty until then. Letters, digits, '.', '_' and '-' only.
+	LoopID string
 }
 
 // Atom is one node of the work graph.
@@ -141,7 +146,11 @@ type Atom struct {
 	// Scope lists the files the atom may change, as globs (AoT Loop
 	// extension): two atoms with overlapping scopes never run at once.
 	Scope []string
-	Line  int // line of the atom in the state file, 0 when unknown
+	// ExpectChanges false declares work that legitimately changes no file
+	// (AoT Loop extension): a worker attempt that changed nothing is then
+	// not a failed attempt. nil (absent) means true.
+	ExpectChanges *bool
+	Line          int // line of the atom in the state file, 0 when unknown
 }
 
 // Decomposition records that Parent was split into Children.

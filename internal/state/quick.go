@@ -232,6 +232,11 @@ func quickAtoms(body string, line int, lists *arena) ([]Atom, int, int) {
 			a.LastFailure, ok = quickScalar(v)
 		case "scope":
 			a.Scope, ok = lists.list(v)
+		case "expect_changes":
+			var b bool
+			if b, ok = quickBool(v); ok {
+				a.ExpectChanges = &b
+			}
 		}
 		return ok
 	})
@@ -375,4 +380,12 @@ func (ar *arena) list(v string) ([]string, bool) {
 		}
 	}
 	return ar.buf[start:len(ar.buf):len(ar.buf)], true
+}
+
+// quickBool reads a plain true or false.
+func quickBool(v string) (bool, bool) {
+	if tg, ok := plainTag(v); ok && tg == tBool {
+		return v == "true" || v == "True" || v == "TRUE", true
+	}
+	return false, false
 }

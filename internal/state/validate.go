@@ -174,6 +174,11 @@ func (v *validator) control(c *Control) {
 	if c.PrevPendingCount < -1 {
 		v.err("control.prev_pending_count", 0, "must be -1 (first iteration) or more, got %d", c.PrevPendingCount)
 	}
+	if c.LoopID != "" {
+		if err := ValidID(c.LoopID); err != nil {
+			v.err("control.loop_id", 0, "%s (it names the loop's git branches and folders)", strings.Replace(err.Error(), "atom id", "loop id", 1))
+		}
+	}
 }
 
 func (v *validator) atoms(s *State) map[string]int {
