@@ -124,7 +124,17 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The streams end at once; a request still being answered gets a
+	// moment, then its connection is cut: Ctrl-C stops serving within a
+	// second, and that is a success.
+	sctx, cancel := context.WithTimeout(context.Background(), serveGrace)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "aot serve: requests still being answered were cut short (%v)\n", err)
+		_ = srv.Close()
+	}
+	return nil
 }
+
+// serveGrace is how long requests in flight are waited for at Ctrl-C.
+const serveGrace = 700 * time.Millisecond

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +61,10 @@ func (s *Server) routes() {
 				writeError(w, http.StatusNotFound, "no loop %q", r.PathValue("id"))
 				return
 			}
+			if _, err := l.checked(); err != nil {
+				stateError(w, err)
+				return
+			}
 			h(w, r, l)
 		})
 	}
@@ -94,6 +97,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		}
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err == nil {
+		bodyRead(w)
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -181,7 +187,10 @@ type correctDoc struct {
 func (s *Server) summary(l *loop) summaryDoc {
 	eng := l.engine()
 	evs := l.snapshot()
-	key := summaryKey{events: len(evs), state: stampOf(l.stateFile), running: eng.Running}
+	key := summaryKey{events: len(evs), running: eng.Running}
+	if sf, err := l.checked(); err == nil {
+		key.state = stampOf(sf)
+	}
 	l.mu.Lock()
 	c, ok := l.sum, l.sumKey == key && l.sum != nil
 	l.mu.Unlock()
@@ -231,7 +240,7 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 			}
 		}
 	}
-	st, err := l.store().Read()
+	st, err := l.read()
 	if err != nil {
 		d.Status = "failed"
 		d.Error = err.Error()
@@ -283,18 +292,21 @@ func (s *Server) listLoops(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getLoop(w http.ResponseWriter, r *http.Request, l *loop) {
+	st, err := l.read()
+	if err != nil {
+		stateError(w, err)
+		return
+	}
 	d := s.summary(l)
 	if v, err := s.buildView(l); err == nil {
 		d.CCW = v
 	}
 	d.Trail, d.Corrections = []trailDoc{}, []correctDoc{}
-	if st, err := l.store().Read(); err == nil {
-		for _, t := range st.Trail {
-			d.Trail = append(d.Trail, trailDoc{ORGroup: t.ORGroup, Selected: t.Selected, Reason: t.Reason, Timestamp: t.Timestamp})
-		}
-		for _, c := range st.Corrections {
-			d.Corrections = append(d.Corrections, correctDoc{Timestamp: c.Timestamp, Type: c.Type, Description: c.Description, TrailCleared: c.TrailCleared})
-		}
+	for _, t := range st.Trail {
+		d.Trail = append(d.Trail, trailDoc{ORGroup: t.ORGroup, Selected: t.Selected, Reason: t.Reason, Timestamp: t.Timestamp})
+	}
+	for _, c := range st.Corrections {
+		d.Corrections = append(d.Corrections, correctDoc{Timestamp: c.Timestamp, Type: c.Type, Description: c.Description, TrailCleared: c.TrailCleared})
 	}
 	writeJSON(w, 200, d)
 }
@@ -413,6 +425,14 @@ func (s *Server) createLoop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	// A new loop's atom ids follow the rule a redirect's new atoms do:
+	// they name files and folders.
+	for i := range st.Atoms {
+		if err := state.ValidID(st.Atoms[i].ID); err != nil {
+			writeError(w, http.StatusBadRequest, "atoms[%d].id: %v", i, err)
+			return
+		}
+	}
 	if q.Start != nil {
 		if _, err := q.Start.args(); err != nil {
 			writeError(w, http.StatusBadRequest, "start: %v", err)
@@ -420,9 +440,8 @@ func (s *Server) createLoop(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.opts.Now()
-	id := newID(now, rand.Reader)
-	sf := ownStateFile(ws, id)
-	if err := os.MkdirAll(dirOf(sf), 0o755); err != nil {
+	id, sf, err := s.reg.claim(ws, now)
+	if err != nil {
 		writeError(w, 500, "%v", err)
 		return
 	}
@@ -458,7 +477,11 @@ func (s *Server) controlError(w http.ResponseWriter, err error) {
 	var ne *engine.ErrNoEngine
 	var ve *state.ValidationError
 	var re *engine.RefusedError
+	var out *outsideError
+	var ue *unreadableError
 	switch {
+	case errors.As(err, &out), errors.As(err, &ue):
+		stateError(w, err)
 	case errors.As(err, &re):
 		writeError(w, http.StatusUnprocessableEntity, "%v", err)
 	case errors.As(err, &se):
@@ -617,7 +640,7 @@ type bindingDoc struct {
 }
 
 func (s *Server) atomDocs(l *loop) ([]atomDoc, map[string][]*history.Attempt, error) {
-	st, err := l.store().Read()
+	st, err := l.read()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -662,7 +685,7 @@ func (s *Server) atomDocs(l *loop) ([]atomDoc, map[string][]*history.Attempt, er
 func (s *Server) atoms(w http.ResponseWriter, r *http.Request, l *loop) {
 	docs, _, err := s.atomDocs(l)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		stateError(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]any{"atoms": docs})
@@ -671,7 +694,7 @@ func (s *Server) atoms(w http.ResponseWriter, r *http.Request, l *loop) {
 func (s *Server) atom(w http.ResponseWriter, r *http.Request, l *loop) {
 	docs, runs, err := s.atomDocs(l)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		stateError(w, err)
 		return
 	}
 	id := r.PathValue("atom")
@@ -734,6 +757,10 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request, l *loop) {
 		writeError(w, http.StatusNotFound, "loop %s has no %s attempt %d of atom %q", l.id, role, n, atom)
 		return
 	}
+	if err := s.reg.within(found.LogFile); err != nil {
+		stateError(w, err)
+		return
+	}
 	f, err := os.Open(found.LogFile)
 	size := int64(0)
 	var data []byte
@@ -786,9 +813,9 @@ func (s *Server) costs(w http.ResponseWriter, r *http.Request, l *loop) {
 }
 
 func (s *Server) checklist(w http.ResponseWriter, r *http.Request, l *loop) {
-	st, err := l.store().Read()
+	st, err := l.read()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		stateError(w, err)
 		return
 	}
 	doc := map[string]any{"verified_at": nil, "passed": nil, "items": []any{}, "base_case": baseCaseItems(st)}

@@ -39,10 +39,17 @@ func (s *Server) eachLoop(ctx context.Context, interval time.Duration, fn func(*
 }
 
 func (s *Server) pollLoop(l *loop) {
-	evs, skipped, err := l.fol.Next()
+	sf, err := l.checked()
+	s.report(l, "files", err)
 	if err != nil {
-		s.log.Warn("journal unreadable", "loop", l.id, "error", err)
+		// Nothing of it is read. Once it is back, it reads as changed.
+		l.mu.Lock()
+		l.stamp = fileStamp{}
+		l.mu.Unlock()
+		return
 	}
+	evs, skipped, err := l.fol.Next()
+	s.report(l, "journal", err)
 	for _, sk := range skipped {
 		s.log.Warn("journal line skipped", "loop", l.id, "line", sk.Line, "error", sk.Err)
 	}
@@ -59,34 +66,65 @@ func (s *Server) pollLoop(l *loop) {
 			s.hub.publish(message{loop: l.id, seq: seq, kind: "journal", data: mustJSON(journalMsg{LoopID: l.id, Seq: seq, Event: ev})})
 		}
 	}
-	if st := stampOf(l.stateFile); st != l.stamp {
+	if st := stampOf(sf); st != l.stamp {
 		l.mu.Lock()
 		l.stamp = st
 		l.dirty = true
 		l.mu.Unlock()
 		if len(evs) == 0 {
-			s.hub.publish(message{loop: l.id, kind: "state", data: mustJSON(map[string]string{"loop_id": l.id})})
+			s.stateChanged(l)
 		}
 	}
 }
 
 // syncView writes the loop's view if it is behind, or if someone changed
-// or removed it.
+// or removed it. A view that cannot be written is tried again when the
+// loop changes, not at every tick.
 func (s *Server) syncView(l *loop) {
+	if _, err := l.checked(); err != nil {
+		return // pollLoop says why; the view waits until the files are back
+	}
 	l.viewMu.Lock()
 	defer l.viewMu.Unlock()
 	l.mu.Lock()
 	due := l.dirty
-	lost := !l.written.IsZero() && stampOf(viewPath(l)) != l.viewStamp
+	lost := l.viewStamp.ok && stampOf(viewPath(l)) != l.viewStamp
 	l.mu.Unlock()
 	if lost {
 		s.reg.notice(l, viewPath(l)+" was changed or removed behind the server: rebuilt from the state, the progress files and the journal")
 	}
 	if due || lost {
-		if err := s.writeViewLocked(l); err != nil {
-			s.log.Warn("CCW view not written", "loop", l.id, "error", err)
-		}
+		s.report(l, "view", s.writeViewLocked(l))
 	}
+}
+
+// report says what is wrong with one source of l's files ("files",
+// "journal", "view") in the log and on the streams, once: again only when
+// what is wrong changes, and once more when it is right again. A loop
+// broken for hours costs one line, not one per tick.
+func (s *Server) report(l *loop, source string, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	l.mu.Lock()
+	was := l.reported[source]
+	l.reported[source] = msg
+	l.mu.Unlock()
+	switch {
+	case msg == was:
+	case msg == "":
+		s.log.Info("the loop's files are in order again", "loop", l.id, "what", source)
+		s.stateChanged(l)
+	default:
+		s.reg.notice(l, reportText[source]+msg)
+	}
+}
+
+var reportText = map[string]string{
+	"files":   "the loop is not read (said once, until it changes): ",
+	"journal": "the loop's journal cannot be read (said once, until it changes): ",
+	"view":    "the loop's CCW view is not written (said once, until it changes): ",
 }
 
 type journalMsg struct {
