@@ -97,9 +97,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		}
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err == nil {
-		bodyRead(w)
-	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

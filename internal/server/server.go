@@ -150,9 +150,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	go func() { defer wg.Done(); s.keepWorkflows(ctx) }()
 	go func() { wg.Wait(); close(s.done) }()
 	s.addrMu.Lock()
-	// ReadTimeout bounds the headers and the body; once the body is read
-	// (or there is none) a request's read deadline is lifted (ServeHTTP,
-	// decode): net/http would otherwise cancel a longer answer's context.
+	// ReadTimeout bounds the headers and the body: net/http lifts it once
+	// the body is read, so a longer answer (a stream, a stop that waits)
+	// keeps its context.
 	s.http = &http.Server{Handler: s, ReadHeaderTimeout: s.opts.HeaderTimeout,
 		ReadTimeout: s.opts.HeaderTimeout + s.opts.BodyTimeout, WriteTimeout: s.opts.WriteTimeout, IdleTimeout: s.opts.IdleTimeout}
 	hs := s.http
@@ -227,16 +227,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.ContentLength == 0 && len(r.TransferEncoding) == 0 {
-		bodyRead(w)
-	}
 	s.mux.ServeHTTP(w, r)
-}
-
-// bodyRead lifts the read deadline once a request's body is read: what is
-// left of the request is the answer, as long as it takes.
-func bodyRead(w http.ResponseWriter) {
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 }
 
 func (s *Server) ownHost(host string) bool {
