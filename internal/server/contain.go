@@ -67,33 +67,38 @@ func resolve(path string) (string, error) {
 	}
 }
 
-// within says whether path, its links resolved, is inside one of roots
-// (folders already resolved). names are the workspaces as served, for the
-// error.
-func within(roots, names []string, path string) error {
+// inside is path with its links resolved, when that is inside a served
+// workspace.
+func (r *registry) inside(path string) (string, error) {
 	real, err := resolve(path)
 	if err != nil {
-		return &unreadableError{err}
+		return "", &unreadableError{err}
 	}
-	for _, r := range roots {
-		if real == r || strings.HasPrefix(real, r+string(filepath.Separator)) {
-			return nil
+	for _, root := range r.roots {
+		if real == root || strings.HasPrefix(real, root+string(filepath.Separator)) {
+			return real, nil
 		}
 	}
 	abs, _ := filepath.Abs(path)
-	return &outsideError{path: abs, real: real, workspaces: names}
+	return "", &outsideError{path: abs, real: real, workspaces: r.workspaces}
 }
 
 // within checks path against the served workspaces.
-func (r *registry) within(path string) error { return within(r.roots, r.workspaces, path) }
+func (r *registry) within(path string) error {
+	_, err := r.inside(path)
+	return err
+}
 
 // checked is the loop's state file once it, its journal folder and its
-// journal are found inside a served workspace.
+// journal are found inside a served workspace. (The journal lives beside
+// the file the state path leads to: journal.DirFor.)
 func (l *loop) checked() (string, error) {
-	for _, p := range []string{l.stateFile, journal.DirFor(l.stateFile), journal.PathFor(l.stateFile)} {
-		if err := l.reg.within(p); err != nil {
-			return "", err
-		}
+	real, err := l.reg.inside(l.stateFile)
+	if err != nil {
+		return "", err
+	}
+	if err := l.reg.within(filepath.Join(filepath.Dir(real), journal.Dir, journal.FileName)); err != nil {
+		return "", err
 	}
 	return l.stateFile, nil
 }

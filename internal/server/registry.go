@@ -28,21 +28,23 @@ type loop struct {
 	workspace, stateFile   string
 	created                time.Time
 	reg                    *registry
+	journal                string // as found when the loop was added
 
-	mu         sync.Mutex
-	events     []journal.Event // the journal so far; seq n is events[n-1]
-	fol        *journal.Follower
-	stamp      fileStamp         // the state file when last looked at
-	dirty      bool              // the CCW view is behind
-	viewStamp  fileStamp         // {id}.json as last written; !ok until a write succeeds
-	reported   map[string]string // what is wrong with the loop's files, by source, as last said
-	child      *child            // the aot run this server started, if any
-	outputs    map[string]string // the last verification's check outputs
-	outputsSeq int               // the journal sequence of that verification
-	startMu    sync.Mutex
-	viewMu     sync.Mutex // one writer of the CCW view at a time
-	sum        *summaryDoc
-	sumKey     summaryKey
+	mu           sync.Mutex
+	events       []journal.Event // the journal so far; seq n is events[n-1]
+	fol          *journal.Follower
+	stamp        fileStamp         // the state file when last looked at
+	journalStamp fileStamp         // the journal when last read
+	dirty        bool              // the CCW view is behind
+	viewStamp    fileStamp         // {id}.json as last written; !ok until a write succeeds
+	reported     map[string]string // what is wrong with the loop's files, by source, as last said
+	child        *child            // the aot run this server started, if any
+	outputs      map[string]string // the last verification's check outputs
+	outputsSeq   int               // the journal sequence of that verification
+	startMu      sync.Mutex
+	viewMu       sync.Mutex // one writer of the CCW view at a time
+	sum          *summaryDoc
+	sumKey       summaryKey
 
 	// On Temporal (temporal.go): what the workflow said when last asked.
 	syncMu  sync.Mutex // one question to the workflow at a time
@@ -161,7 +163,8 @@ func (r *registry) all() []*loop {
 func (r *registry) add(l *loop) {
 	l.reg = r
 	l.reported = map[string]string{}
-	l.fol = journal.NewFollower(journal.PathFor(l.stateFile))
+	l.journal = journal.PathFor(l.stateFile)
+	l.fol = journal.NewFollower(l.journal)
 	l.dirty = true
 	r.mu.Lock()
 	r.loops[l.id] = l

@@ -39,15 +39,28 @@ func (s *Server) eachLoop(ctx context.Context, interval time.Duration, fn func(*
 }
 
 func (s *Server) pollLoop(l *loop) {
+	// A look at the files' sizes and times reads nothing; what changed is
+	// read once the paths are checked. (A check resolves every link of
+	// the paths: too dear for every loop at every tick.)
+	st, js := stampOf(l.stateFile), stampOf(l.journal)
+	l.mu.Lock()
+	same := st == l.stamp && js == l.journalStamp
+	l.mu.Unlock()
+	if same {
+		return
+	}
 	sf, err := l.checked()
 	s.report(l, "files", err)
 	if err != nil {
-		// Nothing of it is read. Once it is back, it reads as changed.
+		// Nothing of it is read; it is checked again at the next tick.
 		l.mu.Lock()
-		l.stamp = fileStamp{}
+		l.stamp, l.journalStamp = fileStamp{}, fileStamp{}
 		l.mu.Unlock()
 		return
 	}
+	l.mu.Lock()
+	l.journalStamp = js
+	l.mu.Unlock()
 	evs, skipped, err := l.fol.Next()
 	s.report(l, "journal", err)
 	for _, sk := range skipped {
