@@ -439,7 +439,7 @@ func (s *Server) createLoop(w http.ResponseWriter, r *http.Request) {
 	now := s.opts.Now()
 	id, sf, err := s.reg.claim(ws, now)
 	if err != nil {
-		writeError(w, 500, "%v", err)
+		s.controlError(w, err)
 		return
 	}
 	if err := state.NewStore(sf).Create(st, false); err != nil {

@@ -137,6 +137,20 @@ func TestAViewPointingOutsideTheWorkspacesIsRefusedAndNothingThereIsTouched(t *t
 	}
 }
 
+func TestNoLoopIsCreatedThroughALinkOutOfTheWorkspace(t *testing.T) {
+	h := start(t, "")
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(h.ws, ".claude"), 0o755)
+	if err := os.Symlink(dir, filepath.Join(h.ws, ".claude", "aot-loops")); err != nil {
+		t.Fatal(err)
+	}
+	h.refused("POST", "/api/loops", map[string]any{"title": "t", "goal": "g", "checks": []map[string]string{{"type": "file", "value": "x"}}},
+		403, "outside every served workspace")
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("written through the link: %v", entries)
+	}
+}
+
 func TestAStateFileLinkedOutsideIsRefusedAtEveryUseNotOnlyAtCreation(t *testing.T) {
 	h := start(t, "")
 	id := h.create("A1")

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aot-loop/aot/internal/ccw"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
@@ -227,6 +228,12 @@ func (r *registry) discover() error {
 // open reads a loop known by its id: its identity from the CCW view or,
 // when that is damaged or missing, from the progress files and the journal.
 func (r *registry) open(ws, id string) (*loop, error) {
+	// The view is read only inside the workspace, as the state is.
+	for _, p := range []string{loopsDir(ws), viewPath(&loop{id: id, workspace: ws}), ccw.ProgressDir(loopsDir(ws), id)} {
+		if err := r.within(p); err != nil {
+			return nil, err
+		}
+	}
 	sf := ownStateFile(ws, id)
 	if _, err := os.Lstat(sf); err != nil {
 		sf = filepath.Join(ws, state.DefaultPath)
@@ -270,10 +277,10 @@ func (r *registry) notice(l *loop, msg string) {
 // own, however many share the workspace.
 func (r *registry) claim(ws string, now time.Time) (id, stateFile string, err error) {
 	parent := ownLoops(ws)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	if err := r.within(parent); err != nil {
 		return "", "", err
 	}
-	if err := r.within(parent); err != nil {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", "", err
 	}
 	for range 10 {
