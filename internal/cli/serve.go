@@ -35,6 +35,9 @@ with its journal; a damaged or missing ID.json is rebuilt, and aot says so.
 aot serve prints one URL holding the access token (kept, owner-only, in
 --token-file and reused; --new-token replaces it). Loops started from the
 API run as their own aot run processes and go on when aot serve stops.
+A loop's files are read and written only inside the served workspaces
+(links resolved, at every use); a slow or idle client is cut (timeouts
+in docs/API.md); Ctrl-C ends the open streams and exits at once.
 The API is documented in docs/API.md.`
 
 func newCmdServe(d *deps, g *globalOptions, runF func(context.Context, *serveOptions) error) *cobra.Command {
