@@ -193,9 +193,11 @@ func (s *Server) summary(l *loop) summaryDoc {
 	l.mu.Unlock()
 	if !ok {
 		c = s.computeSummary(l, evs, eng.Running)
-		l.mu.Lock()
-		l.sum, l.sumKey = c, key
-		l.mu.Unlock()
+		if c.Error == "" { // a state that cannot be read may be mended with its times unchanged (a chmod)
+			l.mu.Lock()
+			l.sum, l.sumKey = c, key
+			l.mu.Unlock()
+		}
 	}
 	d := *c
 	d.Engine = eng

@@ -58,6 +58,7 @@ type loop struct {
 type fileStamp struct {
 	size int64
 	mod  time.Time
+	mode fs.FileMode // a chmod changes what can be read, not the time
 	ok   bool
 }
 
@@ -66,7 +67,7 @@ func stampOf(path string) fileStamp {
 	if err != nil {
 		return fileStamp{}
 	}
-	return fileStamp{size: fi.Size(), mod: fi.ModTime(), ok: true}
+	return fileStamp{size: fi.Size(), mod: fi.ModTime(), mode: fi.Mode(), ok: true}
 }
 
 // snapshot returns the events read so far (the slice is never mutated in
@@ -257,10 +258,8 @@ func (r *registry) open(ws, id string) (*loop, error) {
 // peek reads a state file and its journal when both are inside a served
 // workspace; nil otherwise.
 func (r *registry) peek(sf string) (*state.State, []journal.Event) {
-	for _, p := range []string{sf, journal.DirFor(sf), journal.PathFor(sf)} {
-		if r.within(p) != nil {
-			return nil, nil
-		}
+	if _, err := (&loop{stateFile: sf, reg: r}).checked(); err != nil {
+		return nil, nil
 	}
 	st, _ := state.NewStore(sf).Read()
 	evs, _, _ := journal.Scan(journal.PathFor(sf))

@@ -76,17 +76,16 @@ func (l *loop) checkOutputs(evs []journal.Event) map[string]string {
 func (s *Server) writeView(l *loop) error {
 	l.viewMu.Lock()
 	defer l.viewMu.Unlock()
-	return s.writeViewLocked(l)
-}
-
-func (s *Server) writeViewLocked(l *loop) error {
 	v, err := s.buildView(l)
-	l.mu.Lock()
-	l.dirty = false
-	l.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	return s.putView(l, v)
+}
+
+// putView writes v, the loop's view, into the workspace's CCW folder
+// (viewMu held).
+func (s *Server) putView(l *loop, v ccw.Loop) error {
 	dir := loopsDir(l.workspace)
 	// The logs in the progress folder are appended to, through any link.
 	prog := ccw.ProgressDir(dir, l.id)

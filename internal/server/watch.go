@@ -41,10 +41,16 @@ func (s *Server) eachLoop(ctx context.Context, interval time.Duration, fn func(*
 func (s *Server) pollLoop(l *loop) {
 	// A look at the files' sizes and times reads nothing; what changed is
 	// read once the paths are checked. (A check resolves every link of
-	// the paths: too dear for every loop at every tick.)
+	// the paths: too dear for every loop at every tick.) A loop with
+	// something wrong is looked at again at every tick, for a mend that
+	// leaves the times as they were (a chmod); what is wrong is said once.
 	st, js := stampOf(l.stateFile), stampOf(l.journal)
 	l.mu.Lock()
-	same := st == l.stamp && js == l.journalStamp
+	broken := l.reported["files"] != "" || l.reported["journal"] != "" || l.reported["state"] != ""
+	if l.reported["state"] != "" {
+		l.dirty = true // the view's writer reads the state again
+	}
+	same := !broken && st == l.stamp && js == l.journalStamp
 	l.mu.Unlock()
 	if same {
 		return
@@ -52,17 +58,15 @@ func (s *Server) pollLoop(l *loop) {
 	sf, err := l.checked()
 	s.report(l, "files", err)
 	if err != nil {
-		// Nothing of it is read; it is checked again at the next tick.
-		l.mu.Lock()
-		l.stamp, l.journalStamp = fileStamp{}, fileStamp{}
-		l.mu.Unlock()
-		return
+		return // nothing of it is read
 	}
-	l.mu.Lock()
-	l.journalStamp = js
-	l.mu.Unlock()
 	evs, skipped, err := l.fol.Next()
 	s.report(l, "journal", err)
+	if err == nil {
+		l.mu.Lock()
+		l.journalStamp = js
+		l.mu.Unlock()
+	}
 	for _, sk := range skipped {
 		s.log.Warn("journal line skipped", "loop", l.id, "line", sk.Line, "error", sk.Err)
 	}
@@ -94,25 +98,31 @@ func (s *Server) pollLoop(l *loop) {
 // or removed it. A view that cannot be written is tried again when the
 // loop changes, not at every tick.
 func (s *Server) syncView(l *loop) {
-	if _, err := l.checked(); err != nil {
-		return // pollLoop says why; the view waits until the files are back
-	}
 	l.viewMu.Lock()
 	defer l.viewMu.Unlock()
 	l.mu.Lock()
 	due := l.dirty
 	lost := l.viewStamp.ok && stampOf(viewPath(l)) != l.viewStamp
+	l.dirty = false
 	l.mu.Unlock()
+	if !due && !lost {
+		return
+	}
+	if _, err := l.checked(); err != nil {
+		return // pollLoop says why
+	}
 	if lost {
 		s.reg.notice(l, viewPath(l)+" was changed or removed behind the server: rebuilt from the state, the progress files and the journal")
 	}
-	if due || lost {
-		s.report(l, "view", s.writeViewLocked(l))
+	v, err := s.buildView(l)
+	s.report(l, "state", err)
+	if err == nil {
+		s.report(l, "view", s.putView(l, v))
 	}
 }
 
 // report says what is wrong with one source of l's files ("files",
-// "journal", "view") in the log and on the streams, once: again only when
+// "journal", "state", "view") in the log and on the streams, once: again only when
 // what is wrong changes, and once more when it is right again. A loop
 // broken for hours costs one line, not one per tick.
 func (s *Server) report(l *loop, source string, err error) {
@@ -137,6 +147,7 @@ func (s *Server) report(l *loop, source string, err error) {
 var reportText = map[string]string{
 	"files":   "the loop is not read (said once, until it changes): ",
 	"journal": "the loop's journal cannot be read (said once, until it changes): ",
+	"state":   "the loop is shown as failed (said once, until it changes): ",
 	"view":    "the loop's CCW view is not written (said once, until it changes): ",
 }
 
