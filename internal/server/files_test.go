@@ -315,7 +315,9 @@ func TestAnUnreadableStateFileIsA409WithTheReason(t *testing.T) {
 		h.refused("GET", "/api/loops/"+id, nil, 409, "permission denied")
 		h.refused("GET", "/api/loops/"+id+"/graph", nil, 409, "permission denied")
 		h.refused("POST", "/api/loops/"+id+"/start", map[string]any{"agent": "exec", "agent_command": "true"}, 409, "permission denied")
-		var list struct{ Loops []struct{ Status, Error string } }
+		var list struct {
+			Loops []struct{ Status, Error string }
+		}
 		if h.do("GET", "/api/loops", nil, &list); len(list.Loops) != 1 || !strings.Contains(list.Loops[0].Error, "permission denied") {
 			t.Errorf("the list: %+v", list.Loops)
 		}
