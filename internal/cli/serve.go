@@ -35,6 +35,9 @@ with its journal; a damaged or missing ID.json is rebuilt, and aot says so.
 aot serve prints one URL holding the access token (kept, owner-only, in
 --token-file and reused; --new-token replaces it). Loops started from the
 API run as their own aot run processes and go on when aot serve stops.
+A loop's files are read and written only inside the served workspaces
+(links resolved, at every use); a slow or idle client is cut (timeouts
+in docs/API.md); Ctrl-C ends the open streams and exits at once.
 The API is documented in docs/API.md.`
 
 func newCmdServe(d *deps, g *globalOptions, runF func(context.Context, *serveOptions) error) *cobra.Command {
@@ -124,7 +127,17 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The streams end at once; a request still being answered gets a
+	// moment, then its connection is cut: Ctrl-C stops serving within a
+	// second, and that is a success.
+	sctx, cancel := context.WithTimeout(context.Background(), serveGrace)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "aot serve: requests still being answered were cut short (%v)\n", err)
+		_ = srv.Close()
+	}
+	return nil
 }
+
+// serveGrace is how long requests in flight are waited for at Ctrl-C.
+const serveGrace = 700 * time.Millisecond

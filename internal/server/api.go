@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +59,10 @@ func (s *Server) routes() {
 			l := s.reg.get(r.PathValue("id"))
 			if l == nil {
 				writeError(w, http.StatusNotFound, "no loop %q", r.PathValue("id"))
+				return
+			}
+			if _, err := l.checked(); err != nil {
+				stateError(w, err)
 				return
 			}
 			h(w, r, l)
@@ -181,15 +184,20 @@ type correctDoc struct {
 func (s *Server) summary(l *loop) summaryDoc {
 	eng := l.engine()
 	evs := l.snapshot()
-	key := summaryKey{events: len(evs), state: stampOf(l.stateFile), running: eng.Running}
+	key := summaryKey{events: len(evs), running: eng.Running}
+	if sf, err := l.checked(); err == nil {
+		key.state = stampOf(sf)
+	}
 	l.mu.Lock()
 	c, ok := l.sum, l.sumKey == key && l.sum != nil
 	l.mu.Unlock()
 	if !ok {
 		c = s.computeSummary(l, evs, eng.Running)
-		l.mu.Lock()
-		l.sum, l.sumKey = c, key
-		l.mu.Unlock()
+		if c.Error == "" { // a state that cannot be read may be mended with its times unchanged (a chmod)
+			l.mu.Lock()
+			l.sum, l.sumKey = c, key
+			l.mu.Unlock()
+		}
 	}
 	d := *c
 	d.Engine = eng
@@ -231,7 +239,7 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 			}
 		}
 	}
-	st, err := l.store().Read()
+	st, err := l.read()
 	if err != nil {
 		d.Status = "failed"
 		d.Error = err.Error()
@@ -283,18 +291,21 @@ func (s *Server) listLoops(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getLoop(w http.ResponseWriter, r *http.Request, l *loop) {
+	st, err := l.read()
+	if err != nil {
+		stateError(w, err)
+		return
+	}
 	d := s.summary(l)
 	if v, err := s.buildView(l); err == nil {
 		d.CCW = v
 	}
 	d.Trail, d.Corrections = []trailDoc{}, []correctDoc{}
-	if st, err := l.store().Read(); err == nil {
-		for _, t := range st.Trail {
-			d.Trail = append(d.Trail, trailDoc{ORGroup: t.ORGroup, Selected: t.Selected, Reason: t.Reason, Timestamp: t.Timestamp})
-		}
-		for _, c := range st.Corrections {
-			d.Corrections = append(d.Corrections, correctDoc{Timestamp: c.Timestamp, Type: c.Type, Description: c.Description, TrailCleared: c.TrailCleared})
-		}
+	for _, t := range st.Trail {
+		d.Trail = append(d.Trail, trailDoc{ORGroup: t.ORGroup, Selected: t.Selected, Reason: t.Reason, Timestamp: t.Timestamp})
+	}
+	for _, c := range st.Corrections {
+		d.Corrections = append(d.Corrections, correctDoc{Timestamp: c.Timestamp, Type: c.Type, Description: c.Description, TrailCleared: c.TrailCleared})
 	}
 	writeJSON(w, 200, d)
 }
@@ -413,6 +424,14 @@ func (s *Server) createLoop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	// A new loop's atom ids follow the rule a redirect's new atoms do:
+	// they name files and folders.
+	for i := range st.Atoms {
+		if err := state.ValidID(st.Atoms[i].ID); err != nil {
+			writeError(w, http.StatusBadRequest, "atoms[%d].id: %v", i, err)
+			return
+		}
+	}
 	if q.Start != nil {
 		if _, err := q.Start.args(); err != nil {
 			writeError(w, http.StatusBadRequest, "start: %v", err)
@@ -420,10 +439,9 @@ func (s *Server) createLoop(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.opts.Now()
-	id := newID(now, rand.Reader)
-	sf := ownStateFile(ws, id)
-	if err := os.MkdirAll(dirOf(sf), 0o755); err != nil {
-		writeError(w, 500, "%v", err)
+	id, sf, err := s.reg.claim(ws, now)
+	if err != nil {
+		s.controlError(w, err)
 		return
 	}
 	if err := state.NewStore(sf).Create(st, false); err != nil {
@@ -458,7 +476,11 @@ func (s *Server) controlError(w http.ResponseWriter, err error) {
 	var ne *engine.ErrNoEngine
 	var ve *state.ValidationError
 	var re *engine.RefusedError
+	var out *outsideError
+	var ue *unreadableError
 	switch {
+	case errors.As(err, &out), errors.As(err, &ue):
+		stateError(w, err)
 	case errors.As(err, &re):
 		writeError(w, http.StatusUnprocessableEntity, "%v", err)
 	case errors.As(err, &se):
@@ -617,7 +639,7 @@ type bindingDoc struct {
 }
 
 func (s *Server) atomDocs(l *loop) ([]atomDoc, map[string][]*history.Attempt, error) {
-	st, err := l.store().Read()
+	st, err := l.read()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -662,7 +684,7 @@ func (s *Server) atomDocs(l *loop) ([]atomDoc, map[string][]*history.Attempt, er
 func (s *Server) atoms(w http.ResponseWriter, r *http.Request, l *loop) {
 	docs, _, err := s.atomDocs(l)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		stateError(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]any{"atoms": docs})
@@ -671,7 +693,7 @@ func (s *Server) atoms(w http.ResponseWriter, r *http.Request, l *loop) {
 func (s *Server) atom(w http.ResponseWriter, r *http.Request, l *loop) {
 	docs, runs, err := s.atomDocs(l)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		stateError(w, err)
 		return
 	}
 	id := r.PathValue("atom")
@@ -734,6 +756,10 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request, l *loop) {
 		writeError(w, http.StatusNotFound, "loop %s has no %s attempt %d of atom %q", l.id, role, n, atom)
 		return
 	}
+	if err := s.reg.within(found.LogFile); err != nil {
+		stateError(w, err)
+		return
+	}
 	f, err := os.Open(found.LogFile)
 	size := int64(0)
 	var data []byte
@@ -786,9 +812,9 @@ func (s *Server) costs(w http.ResponseWriter, r *http.Request, l *loop) {
 }
 
 func (s *Server) checklist(w http.ResponseWriter, r *http.Request, l *loop) {
-	st, err := l.store().Read()
+	st, err := l.read()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		stateError(w, err)
 		return
 	}
 	doc := map[string]any{"verified_at": nil, "passed": nil, "items": []any{}, "base_case": baseCaseItems(st)}

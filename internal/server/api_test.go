@@ -322,6 +322,8 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"bad output query", "GET", "/api/loops/" + id + "/output?atom=A1", "", "", 400, "attempt"},
 		{"create without goal", "POST", "/api/loops", "application/json", `{"title": "t"}`, 400, "goal: required"},
 		{"create with a cycle", "POST", "/api/loops", "application/json", `{"title": "t", "goal": "g", "checks": [{"type": "file", "value": "x"}], "atoms": [{"id": "A", "description": "a", "depends_on": ["B"]}, {"id": "B", "description": "b", "depends_on": ["A"]}]}`, 400, "cycle"},
+		{"create with an atom id that is a path", "POST", "/api/loops", "application/json", `{"title": "t", "goal": "g", "checks": [{"type": "file", "value": "x"}], "atoms": [{"id": "../../evil", "description": "a"}]}`, 400, "atoms[0].id: the atom id \"../../evil\" starts with '.'"},
+		{"create from a state whose atom id is a path", "POST", "/api/loops", "application/json", `{"title": "t", "state": ` + strconvQuote(strings.Replace(existingState, "id: A1", "id: a/../../evil", 1)) + `}`, 400, "atoms[0].id: the atom id \"a/../../evil\" holds '/'"},
 		{"create in a foreign workspace", "POST", "/api/loops", "application/json", `{"title": "t", "goal": "g", "workspace": "/etc"}`, 400, "not served"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -347,6 +349,14 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 	if len(list.Loops) != 1 {
 		t.Errorf("refused creations registered loops: %d", len(list.Loops))
 	}
+	if dirs, _ := os.ReadDir(filepath.Join(h.ws, ".claude", "aot-loops")); len(dirs) != 1 {
+		t.Errorf("refused creations left folders: %v", dirs)
+	}
+}
+
+func strconvQuote(s string) string {
+	data, _ := json.Marshal(s)
+	return string(data)
 }
 
 // sse reads a stream's events.

@@ -11,9 +11,9 @@ import (
 // graph is the loop's work graph, laid out: JSON for scripts, or the same
 // picture aot graph draws.
 func (s *Server) graph(w http.ResponseWriter, r *http.Request, l *loop) {
-	st, err := l.store().Read()
+	st, err := l.read()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		stateError(w, err)
 		return
 	}
 	g := graphview.Build(st, graphview.Options{})

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aot-loop/aot/internal/ccw"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
@@ -25,21 +28,24 @@ type loop struct {
 	id, title, description string
 	workspace, stateFile   string
 	created                time.Time
+	reg                    *registry
+	journal                string // as found when the loop was added
 
-	mu         sync.Mutex
-	events     []journal.Event // the journal so far; seq n is events[n-1]
-	fol        *journal.Follower
-	stamp      fileStamp         // the state file when last looked at
-	dirty      bool              // the CCW view is behind
-	written    time.Time         // the CCW view's last write
-	viewStamp  fileStamp         // {id}.json as last written
-	child      *child            // the aot run this server started, if any
-	outputs    map[string]string // the last verification's check outputs
-	outputsSeq int               // the journal sequence of that verification
-	startMu    sync.Mutex
-	viewMu     sync.Mutex // one writer of the CCW view at a time
-	sum        *summaryDoc
-	sumKey     summaryKey
+	mu           sync.Mutex
+	events       []journal.Event // the journal so far; seq n is events[n-1]
+	fol          *journal.Follower
+	stamp        fileStamp         // the state file when last looked at
+	journalStamp fileStamp         // the journal when last read
+	dirty        bool              // the CCW view is behind
+	viewStamp    fileStamp         // {id}.json as last written; !ok until a write succeeds
+	reported     map[string]string // what is wrong with the loop's files, by source, as last said
+	child        *child            // the aot run this server started, if any
+	outputs      map[string]string // the last verification's check outputs
+	outputsSeq   int               // the journal sequence of that verification
+	startMu      sync.Mutex
+	viewMu       sync.Mutex // one writer of the CCW view at a time
+	sum          *summaryDoc
+	sumKey       summaryKey
 
 	// On Temporal (temporal.go): what the workflow said when last asked.
 	syncMu  sync.Mutex // one question to the workflow at a time
@@ -52,6 +58,7 @@ type loop struct {
 type fileStamp struct {
 	size int64
 	mod  time.Time
+	mode fs.FileMode // a chmod changes what can be read, not the time
 	ok   bool
 }
 
@@ -60,10 +67,8 @@ func stampOf(path string) fileStamp {
 	if err != nil {
 		return fileStamp{}
 	}
-	return fileStamp{size: fi.Size(), mod: fi.ModTime(), ok: true}
+	return fileStamp{size: fi.Size(), mod: fi.ModTime(), mode: fi.Mode(), ok: true}
 }
-
-func (l *loop) store() *state.Store { return state.NewStore(l.stateFile).RefuseInvalid() }
 
 // snapshot returns the events read so far (the slice is never mutated in
 // place, so it may be read without the lock).
@@ -85,6 +90,9 @@ type engineInfo struct {
 }
 
 func (l *loop) engine() engineInfo {
+	if _, err := l.checked(); err != nil {
+		return engineInfo{}
+	}
 	pid, held, _ := runlock.Holder(l.stateFile)
 	info := engineInfo{Running: held}
 	if held {
@@ -111,7 +119,8 @@ func (l *loop) engine() engineInfo {
 
 // registry holds the loops of the served workspaces.
 type registry struct {
-	workspaces []string
+	workspaces []string // absolute, as served
+	roots      []string // the same, their links resolved
 	log        *slog.Logger
 	hub        *hub
 	now        func() time.Time
@@ -123,9 +132,12 @@ type registry struct {
 // loopsDir is a workspace's CCW folder.
 func loopsDir(ws string) string { return filepath.Join(ws, ".loop") }
 
-// ownStateDir is where a loop created by the server keeps its state file.
+// ownLoops holds the folders of the loops created by the server, one each.
+func ownLoops(ws string) string { return filepath.Join(ws, ".claude", "aot-loops") }
+
+// ownStateFile is where a loop created by the server keeps its state file.
 func ownStateFile(ws, id string) string {
-	return filepath.Join(ws, ".claude", "aot-loops", id, filepath.Base(state.DefaultPath))
+	return filepath.Join(ownLoops(ws), id, filepath.Base(state.DefaultPath))
 }
 
 func (r *registry) get(id string) *loop {
@@ -151,7 +163,10 @@ func (r *registry) all() []*loop {
 }
 
 func (r *registry) add(l *loop) {
-	l.fol = journal.NewFollower(journal.PathFor(l.stateFile))
+	l.reg = r
+	l.reported = map[string]string{}
+	l.journal = journal.PathFor(l.stateFile)
+	l.fol = journal.NewFollower(l.journal)
 	l.dirty = true
 	r.mu.Lock()
 	r.loops[l.id] = l
@@ -176,7 +191,7 @@ func (r *registry) discover() error {
 				}
 			}
 		}
-		if entries, err := os.ReadDir(filepath.Join(ws, ".claude", "aot-loops")); err == nil {
+		if entries, err := os.ReadDir(ownLoops(ws)); err == nil {
 			for _, e := range entries {
 				if e.IsDir() && validID(e.Name()) {
 					ids[e.Name()] = true
@@ -193,15 +208,17 @@ func (r *registry) discover() error {
 			r.add(l)
 		}
 		def := filepath.Join(ws, state.DefaultPath)
-		if _, err := os.Stat(def); err == nil && !known[def] {
+		if _, err := os.Lstat(def); err == nil && !known[def] {
 			created := r.now()
-			if evs, err := journal.Read(journal.PathFor(def)); err == nil && len(evs) > 0 {
-				created = evs[0].Time
-			}
 			l := &loop{id: idFor(def, created), workspace: ws, stateFile: def, created: created}
-			if s, err := state.NewStore(def).Read(); err == nil {
-				l.title = dag.OneLine(s.Objective.Goal, 80)
-				l.description = dag.OneLine(s.Objective.BackgroundIntent, 400)
+			st, evs := r.peek(def)
+			if len(evs) > 0 {
+				l.created = evs[0].Time
+				l.id = idFor(def, l.created)
+			}
+			if st != nil {
+				l.title = dag.OneLine(st.Objective.Goal, 80)
+				l.description = dag.OneLine(st.Objective.BackgroundIntent, 400)
 			}
 			r.add(l)
 		}
@@ -212,24 +229,74 @@ func (r *registry) discover() error {
 // open reads a loop known by its id: its identity from the CCW view or,
 // when that is damaged or missing, from the progress files and the journal.
 func (r *registry) open(ws, id string) (*loop, error) {
+	// The view is read only inside the workspace, as the state is.
+	for _, p := range []string{loopsDir(ws), viewPath(&loop{id: id, workspace: ws}), ccw.ProgressDir(loopsDir(ws), id)} {
+		if err := r.within(p); err != nil {
+			return nil, err
+		}
+	}
 	sf := ownStateFile(ws, id)
-	if _, err := os.Stat(sf); err != nil {
+	if _, err := os.Lstat(sf); err != nil {
 		sf = filepath.Join(ws, state.DefaultPath)
 	}
-	m, rebuilt, err := readMeta(loopsDir(ws), id, sf)
+	st, evs := r.peek(sf)
+	m, rebuilt, err := readMeta(loopsDir(ws), id, sf, st, evs)
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{id: id, title: m.Title, description: m.Description, workspace: ws, stateFile: m.StateFile, created: m.CreatedAt}
+	if !filepath.IsAbs(m.StateFile) {
+		m.StateFile = filepath.Join(ws, m.StateFile)
+	}
+	// The view may name any path: it is kept, and checked at every use.
+	l := &loop{id: id, title: m.Title, description: m.Description, workspace: ws, stateFile: filepath.Clean(m.StateFile), created: m.CreatedAt}
 	if rebuilt {
 		r.notice(l, fmt.Sprintf("%s was damaged or missing: rebuilt from %s.progress/ and the journal", filepath.Join(loopsDir(ws), id+".json"), id))
 	}
 	return l, nil
 }
 
+// peek reads a state file and its journal when both are inside a served
+// workspace; nil otherwise.
+func (r *registry) peek(sf string) (*state.State, []journal.Event) {
+	if _, err := (&loop{stateFile: sf, reg: r}).checked(); err != nil {
+		return nil, nil
+	}
+	st, _ := state.NewStore(sf).Read()
+	evs, _, _ := journal.Scan(journal.PathFor(sf))
+	return st, evs
+}
+
 func (r *registry) notice(l *loop, msg string) {
 	r.log.Warn(msg, "loop", l.id)
 	r.hub.publish(message{loop: l.id, kind: "notice", data: mustJSON(map[string]any{"loop_id": l.id, "message": msg})})
+}
+
+// claim picks a new loop's id in ws and makes its own folder: each loop
+// created in a workspace has a folder, a state file and a journal of its
+// own, however many share the workspace.
+func (r *registry) claim(ws string, now time.Time) (id, stateFile string, err error) {
+	parent := ownLoops(ws)
+	if err := r.within(parent); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", "", err
+	}
+	for range 10 {
+		id = newID(now, rand.Reader)
+		sf := ownStateFile(ws, id)
+		if r.get(id) != nil {
+			continue
+		}
+		// Mkdir, not MkdirAll: a folder already there is another loop's.
+		if err := os.Mkdir(filepath.Dir(sf), 0o755); errors.Is(err, fs.ErrExist) {
+			continue
+		} else if err != nil {
+			return "", "", err
+		}
+		return id, sf, nil
+	}
+	return "", "", errors.New("no free loop id after 10 tries")
 }
 
 // workspaceFor picks a served workspace: the first when none is named.

@@ -84,6 +84,9 @@ func (s *Server) start(l *loop, q startRequest) (int, error) {
 	}
 	l.startMu.Lock()
 	defer l.startMu.Unlock()
+	if _, err := l.read(); err != nil {
+		return 0, err
+	}
 	if pid, held, _ := runlock.Holder(l.stateFile); held {
 		return 0, &startError{code: 409, msg: fmt.Sprintf("the loop is already running (engine pid %d)", pid)}
 	}

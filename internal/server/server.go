@@ -36,6 +36,13 @@ type Options struct {
 	// TemporalLoops); nil: those loops are served from their files alone.
 	Temporal      TemporalLoops
 	TemporalEvery time.Duration // how often those workflows are asked; default 2s
+	// What a client may take: a request's headers must arrive within
+	// HeaderTimeout (default 10s) and its body within BodyTimeout after them
+	// (default 30s); an answer must be taken within WriteTimeout (default
+	// 2m; a stream: each of its writes within StreamWriteTimeout, default
+	// 30s); a keep-alive connection idle for IdleTimeout (default 60s) is
+	// closed.
+	HeaderTimeout, BodyTimeout, WriteTimeout, StreamWriteTimeout, IdleTimeout time.Duration
 }
 
 // Server serves the loops.
@@ -50,6 +57,9 @@ type Server struct {
 	http   *http.Server
 	watch  context.CancelFunc
 	done   chan struct{}
+
+	closing   chan struct{} // closed by Shutdown: the streams end
+	closeOnce sync.Once
 }
 
 // New opens the loops of the workspaces.
@@ -76,13 +86,22 @@ func New(opts Options) (*Server, error) {
 	if opts.TemporalEvery <= 0 {
 		opts.TemporalEvery = 2 * time.Second
 	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&opts.HeaderTimeout, 10 * time.Second}, {&opts.BodyTimeout, 30 * time.Second}, {&opts.WriteTimeout, 2 * time.Minute},
+		{&opts.StreamWriteTimeout, 30 * time.Second}, {&opts.IdleTimeout, time.Minute}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	var wss []string
+	var wss, roots []string
 	for _, ws := range opts.Workspaces {
 		abs, err := filepath.Abs(ws)
 		if err != nil {
@@ -91,10 +110,14 @@ func New(opts Options) (*Server, error) {
 		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("workspace %s: not a folder", ws)
 		}
-		wss = append(wss, abs)
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("workspace %s: %w", ws, err)
+		}
+		wss, roots = append(wss, abs), append(roots, real)
 	}
-	s := &Server{opts: opts, log: opts.Logger, hub: newHub(), done: make(chan struct{})}
-	s.reg = &registry{workspaces: wss, log: opts.Logger, hub: s.hub, now: opts.Now, loops: map[string]*loop{}}
+	s := &Server{opts: opts, log: opts.Logger, hub: newHub(), done: make(chan struct{}), closing: make(chan struct{})}
+	s.reg = &registry{workspaces: wss, roots: roots, log: opts.Logger, hub: s.hub, now: opts.Now, loops: map[string]*loop{}}
 	if err := s.reg.discover(); err != nil {
 		return nil, err
 	}
@@ -127,7 +150,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	go func() { defer wg.Done(); s.keepWorkflows(ctx) }()
 	go func() { wg.Wait(); close(s.done) }()
 	s.addrMu.Lock()
-	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	// ReadTimeout bounds the headers and the body: net/http lifts it once
+	// the body is read, so a longer answer (a stream, a stop that waits)
+	// keeps its context.
+	s.http = &http.Server{Handler: s, ReadHeaderTimeout: s.opts.HeaderTimeout,
+		ReadTimeout: s.opts.HeaderTimeout + s.opts.BodyTimeout, WriteTimeout: s.opts.WriteTimeout, IdleTimeout: s.opts.IdleTimeout}
 	hs := s.http
 	s.addrMu.Unlock()
 	err := hs.Serve(ln)
@@ -137,19 +164,36 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops serving; the loops it started go on running.
+// Shutdown stops serving: the streams end at once, the other requests
+// are waited for until ctx ends. The loops it started go on running.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.addrMu.Lock()
 	stop, hs := s.watch, s.http
 	s.addrMu.Unlock()
 	if stop != nil {
 		stop()
-		<-s.done
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+		}
 	}
 	if hs == nil {
 		return nil
 	}
 	return hs.Shutdown(ctx)
+}
+
+// Close ends every connection at once, for when Shutdown took too long.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.addrMu.Lock()
+	hs := s.http
+	s.addrMu.Unlock()
+	if hs == nil {
+		return nil
+	}
+	return hs.Close()
 }
 
 // URL is the address to open, with the token.

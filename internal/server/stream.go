@@ -35,6 +35,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *loop) {
 	if l != nil {
 		loopID = l.id
 	}
+	// A stream is exempt from the write timeout: each write has its own.
+	rc := http.NewResponseController(w)
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout)) }
+	deadline()
 	sub, replay, kept := s.hub.subscribe(loopID, after)
 	defer s.hub.unsubscribe(sub)
 	h := w.Header()
@@ -69,12 +73,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *loop) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-s.closing:
+			return
 		case <-ka.C:
+			deadline()
 			fmt.Fprintf(w, ": keep-alive\n\n")
 		case m, open := <-sub.ch:
 			if !open {
 				return // too slow: the client reconnects with Last-Event-ID
 			}
+			deadline()
 			id := m.gid
 			if l != nil {
 				id = uint64(m.seq)

@@ -119,7 +119,10 @@ func (s *Server) askWorkflows(ctx context.Context) {
 // only once the marker changes (a new aot run --engine temporal). A loop
 // whose marker went away is a local loop again.
 func (s *Server) workflowDue(l *loop) bool {
-	marker := stampOf(journal.TemporalMarker(l.stateFile))
+	var marker fileStamp
+	if _, err := l.checked(); err == nil {
+		marker = stampOf(journal.TemporalMarker(l.stateFile))
+	}
 	l.mu.Lock()
 	forgot := !marker.ok && l.wf != nil
 	if !marker.ok {
@@ -139,9 +142,14 @@ func (s *Server) workflowDue(l *loop) bool {
 func (s *Server) askWorkflow(ctx context.Context, l *loop) (Workflow, error) {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	qctx, cancel := context.WithTimeout(ctx, workflowTimeout)
-	wf, err := s.opts.Temporal.Sync(qctx, l.stateFile)
-	cancel()
+	// The workflow's state is projected into the state file: a write.
+	_, err := l.checked()
+	var wf Workflow
+	if err == nil {
+		qctx, cancel := context.WithTimeout(ctx, workflowTimeout)
+		wf, err = s.opts.Temporal.Sync(qctx, l.stateFile)
+		cancel()
+	}
 	// An answer with something to say (a hand edit of the state file, kept
 	// aside) stands; what it says is a notice.
 	var n interface{ Notice() string }
@@ -205,6 +213,11 @@ type controls interface {
 // act on its state file, from which the next aot run --engine temporal
 // starts.
 func (s *Server) controlsOf(ctx context.Context, l *loop) (controls, error) {
+	// A state that cannot be read is said as such, before any engine is
+	// bothered with it.
+	if _, err := l.read(); err != nil {
+		return nil, err
+	}
 	local := localControls{stateFile: l.stateFile, now: s.opts.Now}
 	if s.opts.Temporal == nil || !s.workflowDue(l) {
 		return local, nil
@@ -276,7 +289,7 @@ func (c *workflowControls) stop(reason string) (engine.StopResult, error) {
 	if err := c.await("ended", 30*time.Second, func(wf Workflow) bool { return !wf.Running }); err != nil {
 		return engine.StopResult{}, err
 	}
-	st, err := c.l.store().Read()
+	st, err := c.l.read()
 	if err != nil {
 		return engine.StopResult{}, err
 	}
@@ -292,7 +305,7 @@ func (c *workflowControls) stop(reason string) (engine.StopResult, error) {
 // before (both fresh from the workflow).
 func (c *workflowControls) redirect(ch engine.Change) (engine.RedirectResult, error) {
 	res := engine.RedirectResult{AppliedBy: "engine", Corrections: []string{}}
-	before, err := c.l.store().Read()
+	before, err := c.l.read()
 	if err != nil {
 		return res, err
 	}
@@ -302,7 +315,7 @@ func (c *workflowControls) redirect(ch engine.Change) (engine.RedirectResult, er
 	if _, err := c.s.askWorkflow(c.ctx, c.l); err != nil {
 		return res, nil // applied; the corrections show once the workflow answers
 	}
-	after, err := c.l.store().Read()
+	after, err := c.l.read()
 	if err != nil {
 		return res, nil
 	}

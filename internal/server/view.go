@@ -34,9 +34,7 @@ func (l *loop) meta() ccw.Meta {
 
 // readMeta recovers a loop's identity from its CCW view, rebuilding a
 // damaged or missing {id}.json from the progress files and the journal.
-func readMeta(dir, id, stateFile string) (ccw.Meta, bool, error) {
-	s, _ := state.NewStore(stateFile).Read()
-	evs, _, _ := journal.Scan(journal.PathFor(stateFile))
+func readMeta(dir, id, stateFile string, s *state.State, evs []journal.Event) (ccw.Meta, bool, error) {
 	m := ccw.Meta{ID: id, Workspace: filepath.Dir(dir), StateFile: stateFile}
 	l, rebuilt, err := ccw.Recover(dir, id, m, s, evs)
 	if err != nil {
@@ -47,7 +45,7 @@ func readMeta(dir, id, stateFile string) (ccw.Meta, bool, error) {
 
 // buildView is the loop's CCW document now.
 func (s *Server) buildView(l *loop) (ccw.Loop, error) {
-	st, err := l.store().Read()
+	st, err := l.read()
 	if err != nil {
 		return ccw.Loop{}, err
 	}
@@ -78,19 +76,25 @@ func (l *loop) checkOutputs(evs []journal.Event) map[string]string {
 func (s *Server) writeView(l *loop) error {
 	l.viewMu.Lock()
 	defer l.viewMu.Unlock()
-	return s.writeViewLocked(l)
-}
-
-func (s *Server) writeViewLocked(l *loop) error {
 	v, err := s.buildView(l)
-	l.mu.Lock()
-	l.dirty = false
-	l.written = time.Now()
-	l.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if err := ccw.Write(loopsDir(l.workspace), v, l.snapshot()); err != nil {
+	return s.putView(l, v)
+}
+
+// putView writes v, the loop's view, into the workspace's CCW folder
+// (viewMu held).
+func (s *Server) putView(l *loop, v ccw.Loop) error {
+	dir := loopsDir(l.workspace)
+	// The logs in the progress folder are appended to, through any link.
+	prog := ccw.ProgressDir(dir, l.id)
+	for _, p := range []string{dir, prog, filepath.Join(prog, "changes.log"), filepath.Join(prog, "debug.log")} {
+		if err := s.reg.within(p); err != nil {
+			return err
+		}
+	}
+	if err := ccw.Write(dir, v, l.snapshot()); err != nil {
 		return err
 	}
 	l.mu.Lock()

@@ -39,9 +39,33 @@ func (s *Server) eachLoop(ctx context.Context, interval time.Duration, fn func(*
 }
 
 func (s *Server) pollLoop(l *loop) {
-	evs, skipped, err := l.fol.Next()
+	// A look at the files' sizes and times reads nothing; what changed is
+	// read once the paths are checked. (A check resolves every link of
+	// the paths: too dear for every loop at every tick.) A loop with
+	// something wrong is looked at again at every tick, for a mend that
+	// leaves the times as they were (a chmod); what is wrong is said once.
+	st, js := stampOf(l.stateFile), stampOf(l.journal)
+	l.mu.Lock()
+	broken := l.reported["files"] != "" || l.reported["journal"] != "" || l.reported["state"] != ""
+	if l.reported["state"] != "" {
+		l.dirty = true // the view's writer reads the state again
+	}
+	same := !broken && st == l.stamp && js == l.journalStamp
+	l.mu.Unlock()
+	if same {
+		return
+	}
+	sf, err := l.checked()
+	s.report(l, "files", err)
 	if err != nil {
-		s.log.Warn("journal unreadable", "loop", l.id, "error", err)
+		return // nothing of it is read
+	}
+	evs, skipped, err := l.fol.Next()
+	s.report(l, "journal", err)
+	if err == nil {
+		l.mu.Lock()
+		l.journalStamp = js
+		l.mu.Unlock()
 	}
 	for _, sk := range skipped {
 		s.log.Warn("journal line skipped", "loop", l.id, "line", sk.Line, "error", sk.Err)
@@ -59,34 +83,72 @@ func (s *Server) pollLoop(l *loop) {
 			s.hub.publish(message{loop: l.id, seq: seq, kind: "journal", data: mustJSON(journalMsg{LoopID: l.id, Seq: seq, Event: ev})})
 		}
 	}
-	if st := stampOf(l.stateFile); st != l.stamp {
+	if st := stampOf(sf); st != l.stamp {
 		l.mu.Lock()
 		l.stamp = st
 		l.dirty = true
 		l.mu.Unlock()
 		if len(evs) == 0 {
-			s.hub.publish(message{loop: l.id, kind: "state", data: mustJSON(map[string]string{"loop_id": l.id})})
+			s.stateChanged(l)
 		}
 	}
 }
 
 // syncView writes the loop's view if it is behind, or if someone changed
-// or removed it.
+// or removed it. A view that cannot be written is tried again when the
+// loop changes, not at every tick.
 func (s *Server) syncView(l *loop) {
 	l.viewMu.Lock()
 	defer l.viewMu.Unlock()
 	l.mu.Lock()
 	due := l.dirty
-	lost := !l.written.IsZero() && stampOf(viewPath(l)) != l.viewStamp
+	lost := l.viewStamp.ok && stampOf(viewPath(l)) != l.viewStamp
+	l.dirty = false
 	l.mu.Unlock()
+	if !due && !lost {
+		return
+	}
+	if _, err := l.checked(); err != nil {
+		return // pollLoop says why
+	}
 	if lost {
 		s.reg.notice(l, viewPath(l)+" was changed or removed behind the server: rebuilt from the state, the progress files and the journal")
 	}
-	if due || lost {
-		if err := s.writeViewLocked(l); err != nil {
-			s.log.Warn("CCW view not written", "loop", l.id, "error", err)
-		}
+	v, err := s.buildView(l)
+	s.report(l, "state", err)
+	if err == nil {
+		s.report(l, "view", s.putView(l, v))
 	}
+}
+
+// report says what is wrong with one source of l's files ("files",
+// "journal", "state", "view") in the log and on the streams, once: again only when
+// what is wrong changes, and once more when it is right again. A loop
+// broken for hours costs one line, not one per tick.
+func (s *Server) report(l *loop, source string, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	l.mu.Lock()
+	was := l.reported[source]
+	l.reported[source] = msg
+	l.mu.Unlock()
+	switch {
+	case msg == was:
+	case msg == "":
+		s.log.Info("the loop's files are in order again", "loop", l.id, "what", source)
+		s.stateChanged(l)
+	default:
+		s.reg.notice(l, reportText[source]+msg)
+	}
+}
+
+var reportText = map[string]string{
+	"files":   "the loop is not read (said once, until it changes): ",
+	"journal": "the loop's journal cannot be read (said once, until it changes): ",
+	"state":   "the loop is shown as failed (said once, until it changes): ",
+	"view":    "the loop's CCW view is not written (said once, until it changes): ",
 }
 
 type journalMsg struct {
