@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -117,15 +118,23 @@ func hookRun(ctx context.Context, opts *hookOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if token := opts.Getenv(hooks.GuardEnv); token != "" {
+		// This is the guard of a hook that runs a base-case check (see
+		// hooks.Answer): it started as the same command.
+		if hooks.Guard(opts.IO.In, token) != 0 {
+			return reported(1)
+		}
+		return nil
+	}
 	in, err := hooks.ParseInput(opts.IO.In)
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "aot hook: %s; no decision\n", err)
 		return nil
 	}
-	d, err := hooks.Decide(ctx, hooks.Options{
+	d, err := hooks.Answer(ctx, hooks.Options{
 		Client: opts.Client, Event: opts.Event, StateFile: opts.StateFile,
 		Getenv: opts.Getenv, Getwd: opts.Getwd,
-	}, in)
+	}, in, os.Args)
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "aot hook: %s; no decision\n", strings.TrimSpace(describeReadError(err).Error()))
 		if d.Action == hooks.Allow {

@@ -14,6 +14,9 @@ import (
 // from the hook's cwd. It returns the exit code: 0 always, but 2 for a
 // wrong CLIENT or EVENT; an error gives no decision and a line on stderr.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, getwd func() (string, error)) int {
+	if token := getenv(GuardEnv); token != "" {
+		return Guard(stdin, token)
+	}
 	if len(args) != 2 || !validEvent(Client(args[0]), Event(args[1])) {
 		fmt.Fprintln(stderr, "usage: aot-hook CLIENT EVENT (claude stop|subagent-stop|pre-tool-use, codex stop|pre-tool-use, gemini after-agent|before-tool); the hook's JSON on stdin")
 		return 2
@@ -24,7 +27,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 		fmt.Fprintf(stderr, "aot-hook: %s; no decision\n", err)
 		return 0
 	}
-	d, err := Decide(context.Background(), Options{Client: c, Event: ev, StateFile: getenv("AOT_STATE_FILE"), Getenv: getenv, Getwd: getwd}, in)
+	d, err := Answer(context.Background(), Options{Client: c, Event: ev, StateFile: getenv("AOT_STATE_FILE"), Getenv: getenv, Getwd: getwd}, in, append([]string{"aot-hook"}, args...))
 	if err != nil {
 		fmt.Fprintf(stderr, "aot-hook: %s; no decision\n", strings.TrimSpace(err.Error()))
 		if d.Action == Allow {
