@@ -19,8 +19,9 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"aot": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
-		// The fast hook entry point (cmd/aot-hook), for the hook scripts.
-		"aot-hook": func() { os.Exit(hooks.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, os.Getwd)) },
+		// cmd/aot-hook, for the hook scripts; not named aot-hook, which aot
+		// plugin install would then find on PATH in every script.
+		"aot-hook-bin": func() { os.Exit(hooks.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv, os.Getwd)) },
 	})
 }
 

@@ -15,7 +15,7 @@ func TestMainAnswersLikeAotHook(t *testing.T) {
 	getwd := func() (string, error) { return dir, nil }
 	run := func(args []string, in string) (string, string, int) {
 		var out, errOut bytes.Buffer
-		code := Main(args, strings.NewReader(in), &out, &errOut, getenv, getwd)
+		code := Main(append([]string{"aot-hook"}, args...), strings.NewReader(in), &out, &errOut, getenv, getwd)
 		return out.String(), errOut.String(), code
 	}
 	for _, args := range [][]string{nil, {"claude"}, {"claude", "after-agent"}, {"vim", "stop"}} {
