@@ -14,7 +14,7 @@ import (
 
 func main() {
 	tuneGC()
-	os.Exit(hooks.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, os.Getwd))
+	os.Exit(hooks.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv, os.Getwd))
 }
 
 // tuneGC turns the collector off, as aot does for its state commands: a

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,10 +25,10 @@ after-agent) keeps the session that owns the running loop working on it:
     already kept the session going since the person's last prompt) and the
     session has resolved no atom since the previous stop, so a session can
     never be wedged (Claude Code keeps the flag set for every stop until
-    the next prompt); when there is no state file, the loop is not
-    running, another session owns it, aot run's engine is running it, a
-    redirect is in progress, or (subagent-stop) the subagent is not the
-    aot coordinator;
+    the next prompt); when there is no state file, the hook's session did
+    not start the loop (see Ownership), the loop is not running, aot run's
+    engine is running it, a redirect is in progress, or (subagent-stop)
+    the subagent is not the aot coordinator;
   - otherwise, under the state file's lock: a manual stop request stops the
     loop; iteration + 1; fewer unresolved atoms than at the previous stop is
     progress (stall_count 0), else stall_count + 1; when no atom is left aot
@@ -36,23 +37,31 @@ after-agent) keeps the session that owns the running loop working on it:
     max_stall_count reached -> control stopped with the reason, and the
     session may end, told why; else the session is kept going with the next
     executable atoms (at most 10 named), the failing checks, or the stall
-    to break.
+    to break. A base-case check dies with its hook: SIGTERM, SIGINT or
+    SIGHUP kill it and give no decision, and a guard process kills what is
+    left if the hook itself is killed (SIGKILL included, on Linux).
 
 The tool hook (claude and codex pre-tool-use, gemini before-tool) fails
 closed: it approves a tool call only when the state file validates, the
 loop is running, the hook's session owns it and the tool is within the
 role: reading (Read, Grep, Glob, LS) for everyone; subagents (Agent, Task)
-for the session and the aot coordinator; writing inside the project (never
-.claude/, .git/ or the loop's files) and shell commands that do not name the
-loop's files for the session and its workers; nothing more for the aot
-probe, verifier, judge and planner. Every other case is no decision: the
+for the session and the aot coordinator; for the session and its workers,
+writing inside the project (never .claude/, .git/ or the loop's files,
+every symbolic link of the path followed, a dangling one to its target)
+and shell commands that cannot touch .claude/ or the loop's files (read as
+the shell reads them: quotes, variables, braces and globs; command
+substitution, eval and the like are never approved); nothing more for the
+aot probe, verifier, judge and planner. Every other case is no decision: the
 client asks the person as usual. Codex 0.169 accepts no "allow" from
 PreToolUse, so aot hook codex pre-tool-use never prints anything.
 
-Ownership: the loop belongs to one session, recorded in
-.claude/aot-loop/session.json beside the journal. The first continuation
-hook of a session after the loop starts claims an unowned loop; the owner
-is forgotten when the loop stops or completes.
+Ownership: the loop belongs to the session that started it, recorded in
+.claude/aot-loop/session.json beside the journal by aot control status
+running run from that session's shell tool (as /aot-loop:enter-recursion
+does). Hooks never claim a loop: every other session's hooks, and all
+hooks while aot run's engine holds the loop, leave it alone byte for byte.
+A loop started outside any session has no owner. The owner is forgotten
+when the loop stops or completes.
 
 Output: block {"decision":"block","reason":R} (Claude adds a systemMessage
 for the person); a loop that ends {"systemMessage":M}; Claude approval
@@ -117,15 +126,23 @@ func hookRun(ctx context.Context, opts *hookOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if token := opts.Getenv(hooks.GuardEnv); token != "" {
+		// This is the guard of a hook that runs a base-case check (see
+		// hooks.Answer): it started as the same command.
+		if hooks.Guard(opts.IO.In, token) != 0 {
+			return reported(1)
+		}
+		return nil
+	}
 	in, err := hooks.ParseInput(opts.IO.In)
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "aot hook: %s; no decision\n", err)
 		return nil
 	}
-	d, err := hooks.Decide(ctx, hooks.Options{
+	d, err := hooks.Answer(ctx, hooks.Options{
 		Client: opts.Client, Event: opts.Event, StateFile: opts.StateFile,
 		Getenv: opts.Getenv, Getwd: opts.Getwd,
-	}, in)
+	}, in, os.Args)
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "aot hook: %s; no decision\n", strings.TrimSpace(describeReadError(err).Error()))
 		if d.Action == hooks.Allow {

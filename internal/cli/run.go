@@ -36,6 +36,9 @@ type runOptions struct {
 	Verbose       bool // accepted for old scripts: progress is printed by default
 	Quiet         bool
 	NoWait        bool
+	Detach        bool     // start the engine in the background and return (detach.go)
+	self          string   // the path that runs aot again, for --detach
+	argv          []string // the command line, for --detach
 	Isolation     string
 	KeepFailed    bool
 	CheckTimeout  time.Duration
@@ -73,6 +76,14 @@ result on stdout. Anything else, a non-zero exit, a timeout or a crash is a
 failed attempt. The README's "exec agent protocol" has every role's task and
 answer; aot logs shows what each attempt printed.
 
+--detach starts the same run in the background, in a session and process
+group of its own (it outlives the terminal or the agent session that
+started it), its output appended to run.out in the loop's folder
+(.claude/aot-loop/), and returns once the engine holds the run lock,
+printing the engine's pid and that file ({success, pid, log} with --json).
+It refuses when an engine already runs the loop; an engine that ends at
+once is reported with the end of its output and its exit code.
+
 Progress is printed as it happens, one line per event ([mm:ss] elapsed),
 on a terminal or not (a pipe, a file, CI): --quiet leaves only the final
 outcome line. With --json, stdout holds only the JSON document and the
@@ -83,7 +94,7 @@ elapsed}.
 ` + engine.ExitCodes
 
 func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.Command {
-	opts := &runOptions{IO: d.io, Global: g}
+	opts := &runOptions{IO: d.io, Global: g, self: d.self, argv: os.Args}
 	var timeout, checkTimeout string
 	cmd := &cobra.Command{
 		Use:   "run [--agent exec --agent-command CMD] [--max-parallel N] [--max-iterations N] [--agent-timeout D]",
@@ -96,6 +107,9 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 			}
 			if opts.Quiet && opts.Verbose {
 				return usagef("--quiet and --verbose contradict each other")
+			}
+			if opts.Detach && opts.Engine == engineTemporal {
+				return usagef("--detach starts the local engine; a Temporal workflow (--engine temporal) runs without aot run already")
 			}
 			if opts.MaxParallel < 0 || opts.MaxIterations < 0 {
 				return usagef("--max-parallel and --max-iterations must not be negative")
@@ -138,11 +152,15 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.StringVar(&opts.Engine, "engine", engineLocal, "local (this process coordinates) or temporal (a Temporal workflow, attempts on aot workers; TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE)")
 	f.StringVar(&opts.TaskQueue, "task-queue", "aot", "temporal: the task queue the aot workers poll")
 	f.StringVar(&opts.Remote, "remote", "origin", "temporal: the git remote the workers fetch from and push to")
+	f.BoolVar(&opts.Detach, "detach", false, "start the engine in the background (its own session, output in the loop's folder: run.out) and return once it runs")
 	f.BoolVar(&opts.NoWait, "no-wait", false, "stop on a usage-limit answer (exit 10) instead of waiting for the quota's reset time")
 	return cmd
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {
+	if opts.Detach {
+		return runDetach(opts)
+	}
 	switch opts.Engine {
 	case engineTemporal:
 		return runTemporal(ctx, opts)

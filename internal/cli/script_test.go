@@ -11,12 +11,17 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/aot-loop/aot/internal/hooks"
 )
 
 // TestMain lets the test binary act as the aot command inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"aot": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		// cmd/aot-hook, for the hook scripts; not named aot-hook, which aot
+		// plugin install would then find on PATH in every script.
+		"aot-hook-bin": func() { os.Exit(hooks.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv, os.Getwd)) },
 	})
 }
 

@@ -30,23 +30,19 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 	if o.Event == SubagentStop && roleOf(in.AgentType) != roleCoordinator {
 		return Decision{}, nil
 	}
-	l, err := gate(o, in, true)
+	l, err := gate(o, in)
 	if err != nil || l == nil {
 		return Decision{}, err
-	}
-	// stop_hook_active: a hook already kept this session going, and Claude
-	// Code (2.1.330) keeps the flag set for every later stop until the
-	// person's next prompt. Such a session is never claimed, and is kept
-	// going again only for progress (below): no state of the file can wedge
-	// it (D6), yet a loop of several atoms still runs to its end.
-	if in.StopHookActive && l.unowned {
-		return Decision{}, nil
 	}
 	// One locked read-validate-update decides; when no atom is left it stops
 	// short, the base case runs outside the lock (it may take minutes), and
 	// a second update decides with the verdict, which counts only if no atom
 	// is left then either. A file that does not validate is refused before
-	// fn runs, and so is never claimed.
+	// fn runs. stop_hook_active (a hook already kept this session going, and
+	// Claude Code 2.1.330 keeps the flag set for every later stop until the
+	// person's next prompt) keeps the session going again only for progress:
+	// no state of the file can wedge it (D6), yet a loop of several atoms
+	// still runs to its end.
 	store := state.NewStore(l.path).RefuseInvalid()
 	var d Decision
 	var verdict *verify.Report
@@ -57,13 +53,6 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 			// the session stop and leave the file as it is.
 			return errNoChange
 		}
-		if ok, err := l.claim(o, in); !ok {
-			if err == nil {
-				err = errNoChange
-			}
-			return err
-		}
-		l.unowned = false
 		u := dag.Unresolved(s)
 		if verdict == nil && !s.Control.StopRequested && u == 0 {
 			bc = s.Objective.BaseCase
@@ -80,7 +69,10 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 	}
 	_, err = store.UpdateControl(fn)
 	if errors.Is(err, errVerify) {
-		rep, verr := o.verify(ctx, bc, l.root)
+		rep, verr, cerr := o.check(ctx, bc, l.root)
+		if cerr != nil {
+			return Decision{}, cerr
+		}
 		if verr != nil {
 			rep = verify.Report{Checklist: []verify.ItemResult{{Item: "base_case", Evidence: verr.Error()}}}
 		}
@@ -98,6 +90,24 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 		return d, ReleaseOwner(l.path)
 	}
 	return d, nil
+}
+
+// check runs the base case under the hook's guard: verr is the check's
+// own failure (a verdict), err means no verdict at all (the guard did not
+// start, or the hook was told to end while the check ran).
+func (o *Options) check(ctx context.Context, bc *state.BaseCase, dir string) (rep verify.Report, verr, err error) {
+	if o.Guard != nil {
+		done, err := o.Guard()
+		if err != nil {
+			return rep, nil, err
+		}
+		defer done()
+	}
+	rep, verr = o.verify(ctx, bc, dir)
+	if ctx.Err() != nil {
+		return rep, nil, fmt.Errorf("the base case check was interrupted (%w): the loop is left as it was", context.Cause(ctx))
+	}
+	return rep, verr, nil
 }
 
 func (o *Options) verify(ctx context.Context, bc *state.BaseCase, dir string) (verify.Report, error) {

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
@@ -14,9 +13,8 @@ import (
 // loop is what the cheap checks found: the state file of a running loop
 // that the hook's session owns, with no engine running it.
 type loop struct {
-	path    string // the state file
-	root    string // the project: where the base case runs
-	unowned bool   // no session owns the loop yet: see (*loop).claim
+	path string // the state file
+	root string // the project: where the base case runs
 }
 
 // locate finds the state file: the one named by the options (a relative
@@ -44,16 +42,23 @@ func locate(o *Options, in Input) (string, bool) {
 }
 
 // gate runs the checks that need no full read of the state, cheapest
-// first: a state file exists, its status is running (else a stale owner is
-// forgotten), the session owns the loop (or, for a continuation hook, no
-// session does yet), and no engine is running it. nil means no decision.
-func gate(o *Options, in Input, mayClaim bool) (*loop, error) {
+// first: a state file exists, the hook's session owns its loop (recorded
+// when the session started it: see RecordOwner), the loop is running (else
+// the session's stale ownership is forgotten), and no engine is running
+// it. nil means no decision. A session that does not own the loop is
+// answered after one failed open of the owner file: neither the state nor
+// anything else is read or written.
+func gate(o *Options, in Input) (*loop, error) {
 	if in.SessionID == "" {
 		return nil, nil
 	}
 	path, ok := locate(o, in)
 	if !ok {
 		return nil, nil
+	}
+	owner, err := ReadOwner(path)
+	if err != nil || !owner.owns(o.Client, in.SessionID) {
+		return nil, err
 	}
 	status, known, err := peekStatus(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -63,34 +68,13 @@ func gate(o *Options, in Input, mayClaim bool) (*loop, error) {
 		return nil, err
 	}
 	if known && status != state.ControlRunning {
-		// The loop is not running: whoever owned it no longer does.
+		// The loop is not running: this session no longer drives it.
 		return nil, ReleaseOwner(path)
-	}
-	owner, err := ReadOwner(path)
-	if err != nil {
-		return nil, err
-	}
-	if owner != nil && !owner.owns(o.Client, in.SessionID) {
-		return nil, nil
 	}
 	// aot run's engine holds the run lock: the loop is delegated, and its
 	// agents are bounded by the engine, not by hooks.
 	if _, held, err := runlock.Holder(path); err != nil || held {
 		return nil, err
 	}
-	if owner == nil && !mayClaim {
-		return nil, nil
-	}
-	return &loop{path: path, root: state.ProjectRoot(path), unowned: owner == nil}, nil
-}
-
-// claim makes the hook's session the owner of an unowned loop, once its
-// state file has been read and validated; ok is false when another session
-// claimed it first.
-func (l *loop) claim(o *Options, in Input) (ok bool, err error) {
-	if !l.unowned {
-		return true, nil
-	}
-	owner, err := claim(l.path, Owner{Client: o.Client, SessionID: in.SessionID, ClaimedAt: o.now().Format(time.RFC3339), How: "first-hook", Cwd: in.Cwd})
-	return err == nil && owner.owns(o.Client, in.SessionID), err
+	return &loop{path: path, root: state.ProjectRoot(path)}, nil
 }

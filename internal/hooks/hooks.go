@@ -119,6 +119,9 @@ type Options struct {
 	Getenv    func(string) string
 	Getwd     func() (string, error)
 	Now       func() time.Time
+	// Guard is called before the base case runs and done after it ended
+	// by itself (see Answer); nil runs the check without a guard.
+	Guard func() (done func(), err error)
 	// Verify runs the base case; nil runs verify.BaseCase without a judge.
 	Verify func(ctx context.Context, bc *state.BaseCase, dir string) (verify.Report, error)
 }

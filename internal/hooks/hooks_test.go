@@ -122,6 +122,22 @@ func project(t *testing.T, text string) (dir, path string) {
 	return dir, path
 }
 
+// own records session as the owner of path's loop, as `aot control status
+// running` does when run by the session's shell tool.
+func own(t *testing.T, path string, c Client, session string) {
+	t.Helper()
+	name := map[Client]string{Claude: "CLAUDE_CODE_SESSION_ID", Codex: "CODEX_THREAD_ID", Gemini: "GEMINI_SESSION_ID"}[c]
+	getenv := func(k string) string {
+		if k == name {
+			return session
+		}
+		return ""
+	}
+	if ok, err := RecordOwner(path, getenv, time.Now()); !ok || err != nil {
+		t.Fatalf("record the owner: %v, %v", ok, err)
+	}
+}
+
 func opts(c Client, ev Event) Options {
 	return Options{Client: c, Event: ev, Getenv: func(string) string { return "" },
 		Now: func() time.Time { return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) }}
@@ -156,6 +172,7 @@ func TestContinuationOnRecordedPayloads(t *testing.T) {
 			dir, path := project(t, stateText)
 			in := first(t, string(tc.client), tc.label, dir, noActive)
 			o := opts(tc.client, tc.event)
+			own(t, path, tc.client, in.SessionID)
 
 			d, err := Decide(context.Background(), o, in)
 			if err != nil || d.Action != Block {
@@ -231,6 +248,7 @@ func TestBaseCase(t *testing.T) {
 			dir, path := project(t, resolved)
 			in := first(t, string(tc.client), tc.label, dir, noActive)
 			o := opts(tc.client, tc.event)
+			own(t, path, tc.client, in.SessionID)
 			runs := 0
 			o.Verify = func(ctx context.Context, bc *state.BaseCase, root string) (verify.Report, error) {
 				runs++
@@ -263,17 +281,12 @@ func TestBaseCase(t *testing.T) {
 // TestStopHookActiveNeedsProgress: Claude Code keeps stop_hook_active set
 // for every stop after a hook's block until the next prompt, so a session
 // with that flag is kept going again only when it resolved atoms since the
-// last stop, and may complete the loop; an unowned loop is never claimed.
+// last stop, and may complete the loop.
 func TestStopHookActiveNeedsProgress(t *testing.T) {
 	dir, path := project(t, stateText)
 	o := opts(Claude, Stop)
 	cont := first(t, "claude", "Stop", dir, active)
-	if d, err := Decide(context.Background(), o, cont); err != nil || d.Action != None {
-		t.Fatalf("unowned loop, stop_hook_active: %+v, %v", d, err)
-	}
-	if ow, _ := ReadOwner(path); ow != nil {
-		t.Fatalf("claimed under stop_hook_active: %+v", ow)
-	}
+	own(t, path, Claude, cont.SessionID)
 	if d, _ := Decide(context.Background(), o, first(t, "claude", "Stop", dir, noActive)); d.Action != Block {
 		t.Fatalf("first stop: %+v", d)
 	}
@@ -339,6 +352,7 @@ func TestContinuationBranches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, path := project(t, tc.edit(stateText))
 			in := first(t, "claude", "Stop", dir, noActive)
+			own(t, path, Claude, in.SessionID)
 			d, err := Decide(context.Background(), opts(Claude, Stop), in)
 			if err != nil || d.Action != tc.want || !strings.Contains(d.Message, tc.message) {
 				t.Fatalf("got %+v, %v; want action %d with %q", d, err, tc.want, tc.message)
@@ -355,18 +369,16 @@ func TestInvalidStateRunsNothing(t *testing.T) {
 	before, _ := os.ReadFile(path)
 	for _, tc := range stops {
 		in := first(t, string(tc.client), tc.label, dir, noActive)
+		own(t, path, tc.client, in.SessionID)
 		d, err := Decide(context.Background(), opts(tc.client, tc.event), in)
 		if err == nil || d.Action != None || !strings.Contains(err.Error(), "iteration") {
 			t.Errorf("%s: %+v, %v; want an error naming the iteration and no decision", tc.client, d, err)
 		}
 	}
 	in := first(t, "claude", "PreToolUse", dir, nil)
-	// Unowned (an invalid file is never claimed): no decision.
-	if d, _ := Decide(context.Background(), opts(Claude, PreToolUse), in); d.Action != None {
-		t.Errorf("pre-tool-use: %+v", d)
-	}
-	if ow, _ := ReadOwner(path); ow != nil {
-		t.Errorf("an invalid file was claimed by %+v", ow)
+	own(t, path, Claude, in.SessionID)
+	if d, err := Decide(context.Background(), opts(Claude, PreToolUse), in); d.Action != None || err == nil {
+		t.Errorf("pre-tool-use: %+v, %v; want an error and no decision", d, err)
 	}
 	after, _ := os.ReadFile(path)
 	if !bytes.Equal(before, after) {
@@ -380,6 +392,7 @@ func TestInvalidStateRunsNothing(t *testing.T) {
 func TestSubagentStop(t *testing.T) {
 	dir, path := project(t, stateText)
 	in := first(t, "claude", "SubagentStop", dir, nil)
+	own(t, path, Claude, in.SessionID)
 	// A general-purpose subagent may finish: the session's Stop counts.
 	if d, err := Decide(context.Background(), opts(Claude, SubagentStop), in); err != nil || d.Action != None {
 		t.Fatalf("general-purpose subagent: %+v, %v", d, err)
@@ -406,18 +419,11 @@ func TestToolHookOnRecordedPayloads(t *testing.T) {
 				return (p["tool_name"] == "Bash" || p["tool_name"] == "run_shell_command") && p["agent_id"] == nil
 			})
 			o := opts(tc.client, tc.event)
-			// Not yet owned: no decision (a tool hook never claims).
+			// Not owned: no decision.
 			if d, err := Decide(context.Background(), o, shell); err != nil || d.Action != None {
 				t.Fatalf("unowned: %+v, %v", d, err)
 			}
-			stop := first(t, string(tc.client), "Stop", dir, noActive)
-			cont := Stop
-			if tc.client == Gemini {
-				cont = AfterAgent
-			}
-			if d, _ := Decide(context.Background(), opts(tc.client, cont), stop); d.Action != Block {
-				t.Fatalf("claim: %+v", d)
-			}
+			own(t, path, tc.client, shell.SessionID)
 			d, err := Decide(context.Background(), o, shell)
 			if err != nil || d.Action != Allow {
 				t.Fatalf("owned shell: %+v, %v", d, err)
@@ -468,8 +474,8 @@ func TestToolHookOnRecordedPayloads(t *testing.T) {
 }
 
 func TestPermitted(t *testing.T) {
-	root := t.TempDir()
-	l := &loop{root: root}
+	root, path := project(t, stateText)
+	l := &loop{root: root, path: path}
 	in := func(agent, tool, input string) Input {
 		return Input{AgentType: agent, ToolName: tool, ToolInput: json.RawMessage(input)}
 	}
@@ -502,7 +508,7 @@ func TestPermitted(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := permitted(roleOf(tc.in.AgentType), tc.in, l); got != tc.want {
+			if got := permitted(roleOf(tc.in.AgentType), tc.in, l, func(string) string { return "" }); got != tc.want {
 				t.Errorf("permitted = %v, want %v", got, tc.want)
 			}
 		})

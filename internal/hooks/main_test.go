@@ -15,7 +15,7 @@ func TestMainAnswersLikeAotHook(t *testing.T) {
 	getwd := func() (string, error) { return dir, nil }
 	run := func(args []string, in string) (string, string, int) {
 		var out, errOut bytes.Buffer
-		code := Main(args, strings.NewReader(in), &out, &errOut, getenv, getwd)
+		code := Main(append([]string{"aot-hook"}, args...), strings.NewReader(in), &out, &errOut, getenv, getwd)
 		return out.String(), errOut.String(), code
 	}
 	for _, args := range [][]string{nil, {"claude"}, {"claude", "after-agent"}, {"vim", "stop"}} {
@@ -23,7 +23,8 @@ func TestMainAnswersLikeAotHook(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", args, code, e)
 		}
 	}
-	// The first Stop claims the running loop and names the next atom.
+	// The owner's Stop names the next atom.
+	own(t, path, Claude, "S1")
 	out, e, code := run([]string{"claude", "stop"}, `{"session_id":"S1","hook_event_name":"Stop","stop_hook_active":false}`)
 	if code != 0 || !strings.HasPrefix(out, `{"decision":"block"`) || !strings.Contains(out, "A1: Write the code") {
 		t.Fatalf("owner's stop: exit %d, stdout %q, stderr %q", code, out, e)

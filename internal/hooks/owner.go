@@ -26,7 +26,7 @@ type Owner struct {
 	Client    Client `json:"client"`
 	SessionID string `json:"session_id"`
 	ClaimedAt string `json:"claimed_at"`    // RFC 3339
-	How       string `json:"how"`           // "start" (recorded when the loop started) or "first-hook"
+	How       string `json:"how"`           // "start": recorded when the session started the loop
 	Cwd       string `json:"cwd,omitempty"` // the hook's cwd when it was claimed
 }
 
@@ -47,7 +47,7 @@ func ReadOwner(stateFile string) (*Owner, error) {
 	}
 	var o Owner
 	if err := json.Unmarshal(data, &o); err != nil || o.SessionID == "" || o.Client == "" {
-		return nil, fmt.Errorf("the loop's owner file %s is not valid (delete it to let the next session claim the loop)", OwnerPath(stateFile))
+		return nil, fmt.Errorf("the loop's owner file %s is not valid (delete it, then start the loop again from the session that should drive it)", OwnerPath(stateFile))
 	}
 	return &o, nil
 }
@@ -57,17 +57,16 @@ func (o *Owner) owns(c Client, session string) bool {
 	return o != nil && o.Client == c && o.SessionID == session && session != ""
 }
 
-// claim records o as the owner unless one is recorded already; it returns
-// the owner in place afterwards. The file is written whole (a temp file
-// linked into place), so a reader never sees half of it, and two sessions
-// claiming at once cannot both win.
-func claim(stateFile string, o Owner) (*Owner, error) {
+// record writes o as the owner. The file is written whole (a temp file
+// linked into place), so a reader never sees half of it, and of two
+// sessions starting the loop at once only one is recorded.
+func record(stateFile string, o Owner) (*Owner, error) {
 	if err := state.CheckPath(stateFile); err != nil {
 		return nil, err
 	}
 	dir := journal.DirFor(stateFile)
 	if err := os.MkdirAll(dir, journal.DirMode); err != nil {
-		return nil, fmt.Errorf("claim the loop: %w", err)
+		return nil, fmt.Errorf("record the loop's owner: %w", err)
 	}
 	data, err := json.MarshalIndent(o, "", "  ")
 	if err != nil {
@@ -75,39 +74,54 @@ func claim(stateFile string, o Owner) (*Owner, error) {
 	}
 	tmp, err := os.CreateTemp(dir, ".session-*.json")
 	if err != nil {
-		return nil, fmt.Errorf("claim the loop: %w", err)
+		return nil, fmt.Errorf("record the loop's owner: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	_, werr := tmp.Write(append(data, '\n'))
 	if err := errors.Join(werr, tmp.Chmod(journal.FileMode), tmp.Sync(), tmp.Close()); err != nil {
-		return nil, fmt.Errorf("claim the loop: %w", err)
+		return nil, fmt.Errorf("record the loop's owner: %w", err)
 	}
 	if err := os.Link(tmp.Name(), filepath.Join(dir, OwnerFile)); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("claim the loop: %w", err)
+		return nil, fmt.Errorf("record the loop's owner: %w", err)
 	}
 	return ReadOwner(stateFile)
 }
 
-// RecordOwner records the session a loop is started from, for `aot run` or
-// `aot control status running` run by a session's shell tool: Claude Code
-// (2.1.330) gives its tools CLAUDE_CODE_SESSION_ID, the session_id of its
-// hooks. An owner already recorded for another session is replaced: the
-// loop now starts from this one. Outside a session it does nothing and
-// returns false.
+// sessionEnv names, per client, the variable through which the client
+// gives its shell tool the session_id its hooks see: Claude Code 2.1.330
+// sets CLAUDE_CODE_SESSION_ID; Codex 0.169.0 sets CODEX_THREAD_ID for its
+// exec tool (its hooks' session_id is the thread id); Gemini CLI 0.61.0
+// sets GEMINI_SESSION_ID only for its hooks, so a loop started from its
+// shell tool has no owner (its hooks leave it alone).
+var sessionEnv = []struct {
+	client Client
+	name   string
+}{{Claude, "CLAUDE_CODE_SESSION_ID"}, {Codex, "CODEX_THREAD_ID"}, {Gemini, "GEMINI_SESSION_ID"}}
+
+// RecordOwner records the session a loop is started from: `aot control
+// status running` run by a session's shell tool (the plugin's
+// enter-recursion runs it). This is the only way a session comes to own a
+// loop: hooks never claim one. Any owner recorded before is forgotten
+// first, so a loop started outside every session (a terminal, a script)
+// has no owner and no session's hooks touch it. It returns whether a
+// session was recorded.
 func RecordOwner(stateFile string, getenv func(string) string, now time.Time) (bool, error) {
-	id := getenv("CLAUDE_CODE_SESSION_ID")
-	if id == "" {
-		return false, nil
-	}
 	if err := ReleaseOwner(stateFile); err != nil {
 		return false, err
 	}
-	o, err := claim(stateFile, Owner{Client: Claude, SessionID: id, ClaimedAt: now.Format(time.RFC3339), How: "start"})
-	return o.owns(Claude, id), err
+	for _, e := range sessionEnv {
+		id := getenv(e.name)
+		if id == "" {
+			continue
+		}
+		o, err := record(stateFile, Owner{Client: e.client, SessionID: id, ClaimedAt: now.Format(time.RFC3339), How: "start"})
+		return o.owns(e.client, id), err
+	}
+	return false, nil
 }
 
 // ReleaseOwner forgets the loop's owner: the loop has ended, and the next
-// start may be claimed by any session.
+// start names its own.
 func ReleaseOwner(stateFile string) error {
 	err := os.Remove(OwnerPath(stateFile))
 	if err == nil || errors.Is(err, fs.ErrNotExist) {

@@ -1,8 +1,8 @@
 package hooks
 
 import (
+	"cmp"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 
 	"github.com/aot-loop/aot/internal/state"
@@ -63,7 +63,7 @@ func decideTool(o *Options, in Input) (Decision, error) {
 	if in.ToolName == "" {
 		return Decision{}, nil
 	}
-	l, err := gate(o, in, false)
+	l, err := gate(o, in)
 	if err != nil || l == nil {
 		return Decision{}, err
 	}
@@ -75,7 +75,7 @@ func decideTool(o *Options, in Input) (Decision, error) {
 		return Decision{}, nil
 	}
 	r := roleOf(in.AgentType)
-	if !permitted(r, in, l) {
+	if !permitted(r, in, l, o.getenv) {
 		return Decision{}, nil
 	}
 	return Decision{Action: Allow, Reason: "AoT Loop: " + in.ToolName + " is within the " + roleName(r) + " role of the session running the loop"}, nil
@@ -93,9 +93,10 @@ func roleName(r role) string {
 
 // permitted reports whether role r may use the tool without asking: reading
 // for every role; delegating for the coordinator and workers; writing
-// inside the project (never the loop's own files) and shell commands that
-// do not name them, for workers only.
-func permitted(r role, in Input, l *loop) bool {
+// inside the project (never .claude/, .git/ or the loop's files, however
+// the path is spelled) and shell commands that cannot touch .claude/ or the
+// loop's files, for workers only.
+func permitted(r role, in Input, l *loop, getenv func(string) string) bool {
 	t := in.ToolName
 	switch {
 	case readTools[t]:
@@ -105,7 +106,16 @@ func permitted(r role, in Input, l *loop) bool {
 	case r != roleWorker:
 		return false
 	case writeTools[t]:
-		return writableTarget(in.ToolInput, l)
+		var ti struct {
+			FilePath     string `json:"file_path"`
+			Path         string `json:"path"`
+			NotebookPath string `json:"notebook_path"`
+		}
+		if json.Unmarshal(in.ToolInput, &ti) != nil {
+			return false
+		}
+		p := cmp.Or(ti.FilePath, ti.NotebookPath, ti.Path)
+		return l.writable(p, in.Cwd)
 	case shellTools[t]:
 		var ti struct {
 			Command string `json:"command"`
@@ -113,69 +123,7 @@ func permitted(r role, in Input, l *loop) bool {
 		if json.Unmarshal(in.ToolInput, &ti) != nil || ti.Command == "" {
 			return false
 		}
-		return !namesLoopFiles(ti.Command)
+		return !l.shellTouches(ti.Command, in.Cwd, getenv)
 	}
 	return false
-}
-
-// namesLoopFiles reports whether text names the state file or the aot-loop
-// folder: changes to them go through aot's commands, and anything else is
-// left to the person.
-func namesLoopFiles(text string) bool {
-	return strings.Contains(text, "aot-loop-state") || strings.Contains(text, "aot-loop/") || strings.Contains(text, "aot-loop\\")
-}
-
-// writableTarget reports whether a write tool's file is inside the project
-// and is not one of the loop's own files.
-func writableTarget(raw json.RawMessage, l *loop) bool {
-	var ti struct {
-		FilePath     string `json:"file_path"`
-		Path         string `json:"path"`
-		NotebookPath string `json:"notebook_path"`
-	}
-	if json.Unmarshal(raw, &ti) != nil {
-		return false
-	}
-	p := ti.FilePath
-	if p == "" {
-		p = ti.NotebookPath
-	}
-	if p == "" {
-		p = ti.Path
-	}
-	if p == "" || namesLoopFiles(filepath.ToSlash(p)) {
-		return false
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(l.root, p)
-	}
-	root := l.root
-	if real, err := filepath.EvalSymlinks(root); err == nil {
-		root = real
-	}
-	p = realish(filepath.Clean(p))
-	rel, err := filepath.Rel(root, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return false
-	}
-	// The .claude folder holds the client's settings and the loop's files.
-	first := strings.SplitN(filepath.ToSlash(rel), "/", 2)[0]
-	return first != ".claude" && first != ".git"
-}
-
-// realish resolves the symbolic links of the longest existing prefix of p,
-// so that a link inside the project cannot lead a write outside it.
-func realish(p string) string {
-	rest := ""
-	for cur := p; ; {
-		if real, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(real, rest)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
 }

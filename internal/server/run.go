@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/proc"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -111,7 +112,7 @@ func (s *Server) start(l *loop, q startRequest) (int, error) {
 	cmd := exec.Command(s.opts.Exe, append([]string{"run", "--state-file", l.stateFile}, args...)...)
 	cmd.Dir = state.ProjectRoot(l.stateFile)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	detach(cmd)
+	proc.Detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start aot run: %w", err)
 	}
