@@ -352,12 +352,19 @@ func (e *engine) begin() error {
 	e.s = s
 	// What the previous run journaled since its last write of the state
 	// file, read once: its agents still alive, its spend, its results.
-	cp, after, _ := journal.ReadFromCheckpoint(journal.PathFor(e.opts.StateFile))
+	// A journal that cannot be read is an error: a run that started from
+	// it would forget the loop's spend and the processes it must kill.
+	cp, after, err := journal.ReadFromCheckpoint(journal.PathFor(e.opts.StateFile))
+	if err != nil {
+		return fmt.Errorf("read the journal: %w", err)
+	}
 	e.killSurvivors(cp, after)
 	if e.isoCap, err = e.openIsolation(context.Background()); err != nil {
 		return err
 	}
-	e.loadUsage(cp, after)
+	if err := e.loadUsage(cp, after); err != nil {
+		return err
+	}
 	replayed := e.replay(after)
 	e.startRun(map[string]any{"replayed": replayed})
 	e.clearPause()
@@ -636,7 +643,7 @@ func (e *engine) bounds() (Outcome, bool) {
 			return e.outcome(Budget, fmt.Sprintf("budget: max_wall_time %s spent in this run; raise it with aot redirect --reason R --max-wall-time D", c.MaxWallTime)), true
 		}
 	}
-	if tokens := e.usage.InputTokens + e.usage.OutputTokens; c.MaxTokens > 0 && tokens >= c.MaxTokens {
+	if tokens := e.usage.Tokens(); c.MaxTokens > 0 && tokens >= c.MaxTokens {
 		return e.outcome(Budget, fmt.Sprintf("budget: %d tokens spent by the loop (max_tokens %d); raise it with aot redirect --reason R --max-tokens N", tokens, c.MaxTokens)), true
 	}
 	if c.MaxCostUSD > 0 && e.usage.CostUSD >= c.MaxCostUSD {

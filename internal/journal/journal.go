@@ -79,6 +79,12 @@ const (
 	Landing     = "landing"       // where the merged work landed at the end of the run
 	Pause       = "pause"         // a person paused the loop: nothing new starts; data: kill, running
 	Resume      = "resume"        // a paused loop goes on; data: paused_ms
+	// UsageRefused: numbers an agent reported as its usage that no sum can
+	// use (negative, not finite, not whole); data: refused.
+	UsageRefused = "usage_refused"
+	// JournalLost: the journal was deleted, replaced or cut behind the
+	// engine's back and written back from what the engine holds; data: kept, lost_bytes.
+	JournalLost = "journal_lost"
 )
 
 // Event is one line of the journal. Fields that do not apply are left out.
@@ -337,66 +343,68 @@ func ReadSinceCheckpoint(path string) ([]Event, error) {
 // ReadFromCheckpoint returns the last checkpoint (nil when there is none) and
 // the complete events after it: what a resuming engine needs to know of the
 // run before it. It reads the file backwards, once, only as far as that
-// checkpoint.
+// checkpoint. A checkpoint is a line that decodes as one event of type
+// checkpoint: a stray line that merely contains the words (a hand edit, a
+// write by something else) is skipped like any line that is not an event.
+// The error is the file's: a journal that cannot be read is never taken for
+// an empty one.
 func ReadFromCheckpoint(path string) (*Event, []Event, error) {
-	cp, after, whole, err := scanBack(path)
+	cp, after, err := scanBack(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if cp == nil {
-		if whole {
-			events, _, _ := decode(after, path, 1)
-			return nil, events, nil
-		}
-		return nil, nil, nil // the checkpoint is the (torn) last line
-	}
-	var e Event
-	if err := json.Unmarshal(cp, &e); err != nil {
-		return nil, nil, fmt.Errorf("%s: checkpoint: %w", path, err)
-	}
 	events, _, _ := decode(after, path, 0)
-	return &e, events, nil
+	return cp, events, nil
 }
 
-// scanBack reads path backwards to its last complete checkpoint line: cp is
-// that line (nil when none was found) and after the bytes that follow it.
-// With no checkpoint, whole says after is the whole file; a torn checkpoint
-// as the last line gives neither.
-func scanBack(path string) (cp, after []byte, whole bool, err error) {
+// scanBack reads path backwards, a whole line at a time, to its last
+// complete checkpoint event: cp is that event (nil when there is none) and
+// after the bytes that follow its line (the whole file when there is none).
+// A torn last line is never a checkpoint.
+func scanBack(path string) (cp *Event, after []byte, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
-	marker := []byte(`"type":"` + Checkpoint + `"`)
-	var tail []byte // the bytes read so far, from pos to the end
-	pos := fi.Size()
-	chunk := make([]byte, 64<<10)
+	word := []byte(`"` + Checkpoint + `"`)
+	var tail []byte     // the bytes read so far: the file from pos to its end
+	pos := fi.Size()    // where tail starts in the file
+	unseen := fi.Size() // lines that start at or after this offset were looked at
+	size := int64(64 << 10)
 	for pos > 0 {
-		n := min(int64(len(chunk)), pos)
+		n := min(size, pos)
 		pos -= n
-		if _, err := f.ReadAt(chunk[:n], pos); err != nil && err != io.EOF {
-			return nil, nil, false, err
+		chunk := make([]byte, n, n+int64(len(tail)))
+		if _, err := f.ReadAt(chunk, pos); err != nil && err != io.EOF {
+			return nil, nil, err
 		}
-		tail = append(append([]byte(nil), chunk[:n]...), tail...)
-		// Look for a checkpoint on a whole line within what has been read.
-		i := bytes.LastIndex(tail, marker)
-		if i < 0 {
-			continue
+		tail = append(chunk, tail...)
+		size *= 2 // each read doubles, so copying the tail stays linear
+		for {
+			region := tail[:unseen-pos]
+			nl := bytes.LastIndexByte(region, '\n') // the end of the next line back
+			if nl < 0 {
+				break
+			}
+			start := bytes.LastIndexByte(region[:nl], '\n') + 1
+			if start == 0 && pos > 0 {
+				break // the line starts in a part not read yet
+			}
+			line := region[start:nl]
+			unseen = pos + int64(start)
+			if !bytes.Contains(line, word) {
+				continue
+			}
+			var e Event
+			if json.Unmarshal(line, &e) == nil && e.Type == Checkpoint {
+				return &e, tail[nl+1:], nil
+			}
 		}
-		start := bytes.LastIndexByte(tail[:i], '\n')
-		if start < 0 && pos > 0 {
-			continue // the line starts in a chunk not read yet
-		}
-		end := bytes.IndexByte(tail[i:], '\n')
-		if end < 0 {
-			return nil, nil, false, nil
-		}
-		return tail[start+1 : i+end], tail[i+end+1:], false, nil
 	}
-	return nil, tail, true, nil
+	return nil, tail, nil
 }
