@@ -182,3 +182,40 @@ func TestReadSinceCheckpoint(t *testing.T) {
 		t.Fatalf("checkpoint last = %+v, %v", got, err)
 	}
 }
+
+// TestCheckpointIsAnEventNotBytes: lines that only contain the bytes of a
+// checkpoint (garbage, an event quoting them, a torn line) are not taken for
+// one, wherever they fall in the chunks read backwards.
+func TestCheckpointIsAnEventNotBytes(t *testing.T) {
+	real := `{"time":"2026-11-22T10:00:00Z","type":"checkpoint","data":{"input_tokens":2000}}`
+	long := `{"type":"atom_start","reason":"` + strings.Repeat("x", 200<<10) + `"}` // spans chunks
+	lines := []string{
+		`{"type":"run_start"}`, long, real, long,
+		`{"type":"atom_finish","atom":"A1","reason":"said \"type\":\"checkpoint\""}`,
+		`garbage "type":"checkpoint" {"data":{"input_tokens":0}}`,
+		`{"type":"checkpoint"} {"type":"checkpoint"}`,
+		`{"type":"atom_finish","atom":"A2"}`,
+	}
+	path := filepath.Join(t.TempDir(), FileName)
+	data := strings.Join(lines, "\n") + "\n" + `{"type":"checkpoint","data":{"input_tokens":0}` // torn
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cp, after, err := ReadFromCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp == nil || cp.Data["input_tokens"] != float64(2000) {
+		t.Fatalf("checkpoint = %+v; want the real one (2000 tokens)", cp)
+	}
+	var atoms []string
+	for _, ev := range after {
+		atoms = append(atoms, ev.Type+":"+ev.Atom)
+	}
+	if d := cmp.Diff([]string{"atom_start:", "atom_finish:A1", "atom_finish:A2"}, atoms); d != "" {
+		t.Fatalf("events after the checkpoint (-want +got):\n%s", d)
+	}
+	if _, _, err := ReadFromCheckpoint(filepath.Join(t.TempDir(), "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a missing journal: err = %v; want it reported", err)
+	}
+}
