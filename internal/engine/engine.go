@@ -153,6 +153,7 @@ type engine struct {
 	dirty       bool
 	lastFlush   time.Time
 	stamp       fileStamp
+	place       placeStamp // the folders the run started in (moved.go)
 	lastWritten *state.State   // what the engine last wrote to the state file
 	reopens     map[string]int // atom -> times a failing check reopened it in this run
 	// Repair sweeps (sweep.go): sweeps spent redoing work a check found
@@ -348,8 +349,10 @@ func (e *engine) begin() error {
 	if err != nil {
 		return err
 	}
+	jr.OnLost = func(why string) { e.say("%s", why) }
 	e.jr = jr
 	e.s = s
+	e.place = stampPlace(e.opts.StateFile)
 	// What the previous run journaled since its last write of the state
 	// file, read once: its agents still alive, its spend, its results.
 	// A journal that cannot be read is an error: a run that started from

@@ -109,10 +109,15 @@ func Bool(b bool) *bool { return &b }
 // Journal appends events to one file. It is safe for concurrent use.
 type Journal struct {
 	mu    sync.Mutex
+	path  string
 	f     *os.File
 	w     *bufio.Writer
+	size  int64 // what the file holds by this journal's count
 	dirty bool
 	now   func() time.Time
+	// OnLost, when set, is told (from any goroutine) why the journal was
+	// written back: deleted, replaced or cut behind the journal's back.
+	OnLost func(why string)
 }
 
 // Open opens (creating it and its directory if needed, with FileMode and
@@ -132,7 +137,12 @@ func Open(path string) (*Journal, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("journal: %s: %w", path, err)
 	}
-	return &Journal{f: f, w: bufio.NewWriterSize(f, 64<<10), now: time.Now}, nil
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return &Journal{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10), size: fi.Size(), now: time.Now}, nil
 }
 
 // cutTornTail truncates f after its last newline.
@@ -186,6 +196,7 @@ func (j *Journal) Append(e Event) error {
 	if _, err := j.w.Write(line); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	j.size += int64(len(line))
 	j.dirty = true
 	if err := j.w.Flush(); err != nil {
 		return fmt.Errorf("journal: %w", err)
@@ -194,11 +205,18 @@ func (j *Journal) Append(e Event) error {
 }
 
 // Sync writes buffered events and fsyncs the file: once it returns, every
-// appended event survives a crash.
+// appended event survives a crash. A journal lost behind its back is
+// written back first (see Verify).
 func (j *Journal) Sync() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.f == nil || !j.dirty {
+	if j.f == nil {
+		return nil
+	}
+	if err := j.verify(); err != nil {
+		return err
+	}
+	if !j.dirty {
 		return nil
 	}
 	if err := j.w.Flush(); err != nil {
@@ -209,6 +227,125 @@ func (j *Journal) Sync() error {
 	}
 	j.dirty = false
 	return nil
+}
+
+// Verify checks that the journal's path still holds this journal, whole,
+// and writes it back when it does not, as the engine does its state file:
+//   - deleted (an agent's rm, a cleanup): the open file still holds every
+//     event, and is put back at its path;
+//   - replaced by another file: that file is kept beside it
+//     (events.ndjson.replaced-TIME), and this journal put back;
+//   - cut in place: what is left is kept; the bytes cut are lost, and said.
+//
+// The journal's folder is made again only inside a folder that is still
+// there: a project moved or deleted is not recreated at its old path.
+// A journal_lost event after the events written back says what happened,
+// and OnLost is told.
+func (j *Journal) Verify() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	return j.verify()
+}
+
+func (j *Journal) verify() error {
+	mine, err := j.f.Stat()
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	at, err := os.Stat(j.path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err == nil && os.SameFile(at, mine) && mine.Size() >= j.size {
+		return nil
+	}
+	if err := j.w.Flush(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	data := make([]byte, j.size)
+	n, rerr := j.f.ReadAt(data, 0)
+	if rerr != nil && rerr != io.EOF {
+		return fmt.Errorf("journal: read back %s: %w", j.path, rerr)
+	}
+	data = data[:n]
+	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
+		data = data[:i+1] // a line cut in half by a truncation
+	}
+	ev := Event{Time: j.now(), Type: JournalLost, Data: map[string]any{}}
+	var why string
+	switch {
+	case at == nil:
+		why = "the journal was deleted behind the engine's back; written back from the open file"
+	case !os.SameFile(at, mine):
+		why = "the journal was replaced behind the engine's back; written back from the open file"
+	default:
+		lost := j.size - int64(len(data))
+		ev.Data["lost_bytes"] = lost
+		why = fmt.Sprintf("the journal was cut behind the engine's back: %d bytes of it are lost; the rest is kept, and the next checkpoint carries the loop's totals", lost)
+	}
+	dir := filepath.Dir(j.path)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.Mkdir(dir, DirMode); err != nil {
+			return fmt.Errorf("journal: %s is gone with its folder, which cannot be made again: %w", j.path, err)
+		}
+	}
+	if at != nil && !os.SameFile(at, mine) {
+		kept := fmt.Sprintf("%s.replaced-%s", j.path, j.now().UTC().Format("20060102T150405.000Z"))
+		if err := os.Rename(j.path, kept); err == nil {
+			ev.Data["kept"] = kept
+			why += "; the file found there is kept in " + kept
+		}
+	}
+	ev.Reason = why
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	data = append(data, append(line, '\n')...)
+	f, err := writeBack(j.path, data)
+	if err != nil {
+		return fmt.Errorf("journal: write %s back: %w", j.path, err)
+	}
+	_ = j.f.Close()
+	j.f, j.size, j.dirty = f, int64(len(data)), false
+	j.w.Reset(f)
+	if j.OnLost != nil {
+		j.OnLost(why)
+	}
+	return nil
+}
+
+// writeBack puts data at path whole (a temporary file renamed over it,
+// synced) and opens it for appending.
+func writeBack(path string, data []byte) (*os.File, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+FileName+".*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), FileMode)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return os.OpenFile(path, os.O_RDWR|os.O_APPEND, FileMode)
 }
 
 // Close syncs and closes the journal.
