@@ -851,6 +851,9 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	}
 	e.rateCleared()
 	if r.err == nil {
+		if cut := agent.Fit(&r.res); len(cut) > 0 {
+			e.say("%s %s: %s (its whole answer: aot logs %s)", t.role, t.atom, strings.Join(cut, "; "), t.atom)
+		}
 		if berr := agent.CheckBounds(r.res); berr != nil {
 			r.err = &agent.AttemptError{Reason: berr.Error(), Usage: r.res.Usage}
 			r.res = agent.Result{}
