@@ -422,20 +422,25 @@ func decode(data []byte, path string, first int) ([]Event, []Skipped, int) {
 	return out, skipped, used
 }
 
-// Follower reads a journal as it grows (aot logs --follow): each Next
-// returns the complete lines appended since the last one.
+// Follower reads a journal as it grows (aot logs --follow, aot serve): each
+// Next returns the complete lines appended since the last one.
 type Follower struct {
-	path string
-	off  int64
-	line int // the number of the next line
+	path     string
+	off      int64
+	line     int         // the number of the next line
+	file     os.FileInfo // the file read so far
+	first    []byte      // its first line, once read
+	replaced bool
 }
 
 // NewFollower starts at the beginning of the journal at path.
 func NewFollower(path string) *Follower { return &Follower{path: path, line: 1} }
 
 // Next returns the events (and skipped lines) completed since the last call.
-// A journal that does not exist yet has nothing new; one that shrank below
-// what was read (a new journal) is read again from its start.
+// A journal that does not exist yet has nothing new. A journal replaced
+// since the last call (another file at the path, a first line that is not
+// the one read, or shorter than what was read) is read again from its
+// start, and Replaced says so.
 func (f *Follower) Next() ([]Event, []Skipped, error) {
 	file, err := os.Open(f.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -449,9 +454,10 @@ func (f *Follower) Next() ([]Event, []Skipped, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if fi.Size() < f.off {
-		f.off, f.line = 0, 1
+	if f.file != nil && (!os.SameFile(fi, f.file) || fi.Size() < f.off || !f.sameFirst(file)) {
+		f.off, f.line, f.first, f.replaced = 0, 1, nil, true
 	}
+	f.file = fi
 	if fi.Size() == f.off {
 		return nil, nil, nil
 	}
@@ -462,9 +468,31 @@ func (f *Follower) Next() ([]Event, []Skipped, error) {
 	}
 	data = data[:n]
 	events, skipped, used := decode(data, f.path, f.line)
+	if f.off == 0 && used > 0 {
+		f.first = append([]byte(nil), data[:bytes.IndexByte(data, '\n')+1]...)
+	}
 	f.off += int64(used)
 	f.line += bytes.Count(data[:used], []byte{'\n'})
 	return events, skipped, nil
+}
+
+// sameFirst reports whether file still starts with the first line read.
+func (f *Follower) sameFirst(file *os.File) bool {
+	if f.first == nil {
+		return true
+	}
+	b := make([]byte, len(f.first))
+	n, _ := file.ReadAt(b, 0)
+	return bytes.Equal(b[:n], f.first)
+}
+
+// Replaced reports whether the journal was replaced since the last call:
+// the events returned since then are the new journal's, from its start, and
+// whatever was built from the old one is to be built again.
+func (f *Follower) Replaced() bool {
+	r := f.replaced
+	f.replaced = false
+	return r
 }
 
 // ReadSinceCheckpoint returns the complete events after the last checkpoint

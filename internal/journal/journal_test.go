@@ -137,8 +137,34 @@ func TestFollowerReadsCompleteLinesAsTheyCome(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"type":"stop"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || ev[0].Type != Stop {
+	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || ev[0].Type != Stop || !f.Replaced() {
 		t.Fatalf("after the journal shrank: %+v, %v", ev, err)
+	}
+	if f.Replaced() {
+		t.Fatal("Replaced said twice for one replacement")
+	}
+	// A longer journal renamed over it (a new loop's): from its start too.
+	other := filepath.Join(t.TempDir(), "other")
+	long := `{"type":"run_start","reason":"new"}` + "\n" + `{"type":"atom_start","atom":"N1"}` + "\n" + `{"type":"atom_start","atom":"N2"}` + "\n"
+	if err := os.WriteFile(other, []byte(long), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _, err := f.Next(); err != nil || len(ev) != 3 || ev[0].Reason != "new" || !f.Replaced() {
+		t.Fatalf("after a longer journal replaced it: %+v, %v", ev, err)
+	}
+	// Rewritten in place, longer, with another first event: from its start.
+	if err := os.WriteFile(path, []byte(strings.Replace(long, "new", "NEW", 1)+`{"type":"stop"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _, err := f.Next(); err != nil || len(ev) != 4 || ev[0].Reason != "NEW" || !f.Replaced() {
+		t.Fatalf("after the first event changed: %+v, %v", ev, err)
+	}
+	appendTo(`{"type":"checkpoint"}` + "\n")
+	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || f.Replaced() {
+		t.Fatalf("an append is not a replacement: %+v, %v", ev, err)
 	}
 }
 
