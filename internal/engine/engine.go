@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -345,6 +346,7 @@ func (e *engine) begin() error {
 	if missing := s.Missing(); len(missing) > 0 {
 		return &NotReadyError{Missing: missing}
 	}
+	_, gone := os.Stat(journal.PathFor(e.opts.StateFile))
 	jr, err := journal.Open(journal.PathFor(e.opts.StateFile))
 	if err != nil {
 		return err
@@ -352,6 +354,13 @@ func (e *engine) begin() error {
 	jr.OnLost = func(why string) { e.say("%s", why) }
 	e.jr = jr
 	e.s = s
+	if errors.Is(gone, os.ErrNotExist) && (s.Control.Iteration > 0 || s.Control.Status != state.ControlPending) {
+		// Deleted between runs: nothing holds it any more. Said, so that
+		// nobody takes the budgets' zero for the loop's spend.
+		why := fmt.Sprintf("no journal at %s although the loop has run (iteration %d): its spend so far is unknown, and the budgets count from 0", journal.PathFor(e.opts.StateFile), s.Control.Iteration)
+		e.event(journal.Event{Type: journal.JournalLost, Reason: why})
+		e.say("%s", why)
+	}
 	e.place = stampPlace(e.opts.StateFile)
 	// What the previous run journaled since its last write of the state
 	// file, read once: its agents still alive, its spend, its results.
