@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -178,14 +179,24 @@ func cutTornTail(f *os.File) error {
 
 // Append writes one event to the file at once, so that readers (aot status,
 // aot top, aot serve's streams) see it without waiting; it is durable after
-// the next Sync, which fsyncs the batch. A zero Time is set to now.
+// the next Sync, which fsyncs the batch. A zero Time is set to now. An
+// event whose data or cost JSON cannot encode is written without them, with
+// data.unencodable saying why: it is never dropped.
 func (j *Journal) Append(e Event) error {
 	if e.Time.IsZero() {
 		e.Time = j.now()
 	}
 	line, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		// A value JSON cannot hold (+Inf, NaN) in its data: the event is
+		// still journaled, without what could not be encoded, and says so.
+		e.Data = map[string]any{"unencodable": err.Error()}
+		if math.IsNaN(e.CostUSD) || math.IsInf(e.CostUSD, 0) {
+			e.CostUSD = 0
+		}
+		if line, err = json.Marshal(e); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -2,6 +2,8 @@ package journal
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,5 +245,29 @@ func TestCheckpointIsAnEventNotBytes(t *testing.T) {
 	}
 	if _, _, err := ReadFromCheckpoint(filepath.Join(t.TempDir(), "none")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a missing journal: err = %v; want it reported", err)
+	}
+}
+
+// TestAnEventJSONCannotHoldIsStillJournaled: a +Inf cost or a NaN in the
+// data does not drop the event (an atom_finish lost would lose its result).
+func TestAnEventJSONCannotHoldIsStillJournaled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := Event{Type: AtomFinish, Atom: "A", OK: Bool(true), CostUSD: math.Inf(1), Data: map[string]any{"summary": "done", "score": math.NaN()}}
+	if err := j.Append(inf); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Read = %+v, %v", got, err)
+	}
+	if e := got[0]; e.Type != AtomFinish || e.Atom != "A" || e.OK == nil || !*e.OK || e.CostUSD != 0 || !strings.Contains(fmt.Sprint(e.Data["unencodable"]), "unsupported value") {
+		t.Fatalf("event = %+v", e)
 	}
 }
