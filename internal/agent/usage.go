@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // UsageFileEnv names the environment variable that carries the path of the
@@ -54,10 +55,12 @@ func sumUsage(r io.Reader) Usage {
 		}
 		n++
 		if l, ok := parseUsageLine(line); ok && len(line) <= maxUsageLine {
-			for _, why := range l.Refused {
-				u.Refused = append(u.Refused, fmt.Sprintf("usage file line %d: %s", n, why))
+			for _, why := range strings.Split(l.Refused, "; ") {
+				if why != "" {
+					u.refuse(fmt.Sprintf("usage file line %d: %s", n, why))
+				}
 			}
-			l.Refused = nil
+			l.Refused = ""
 			u = u.Plus(l)
 		}
 		line = line[:0]
@@ -99,11 +102,11 @@ func parseUsage(raw map[string]json.RawMessage) (u Usage, present bool) {
 		case why == "" && f >= math.MaxInt64:
 			*dst = math.MaxInt64
 			u.Known = true
-			u.Refused = append(u.Refused, fmt.Sprintf("%s %s is past the largest count; counted as %d", name, v, int64(math.MaxInt64)))
+			u.refuse(fmt.Sprintf("%s %s is past the largest count, counted as %d", name, clip(v), int64(math.MaxInt64)))
 			return
 		}
 		if why != "" {
-			u.Refused = append(u.Refused, fmt.Sprintf("%s %s %s; not counted", name, clip(v), why))
+			u.refuse(fmt.Sprintf("%s %s %s, not counted", name, clip(v), why))
 			return
 		}
 		*dst = int64(f)
@@ -114,7 +117,7 @@ func parseUsage(raw map[string]json.RawMessage) (u Usage, present bool) {
 	if v, ok := raw["cost_usd"]; ok && string(v) != "null" {
 		present = true
 		if f, why := number(v); why != "" {
-			u.Refused = append(u.Refused, fmt.Sprintf("cost_usd %s %s; not counted", clip(v), why))
+			u.refuse(fmt.Sprintf("cost_usd %s %s, not counted", clip(v), why))
 		} else {
 			u.CostUSD = f
 			u.Known = true
@@ -158,10 +161,19 @@ func (u Usage) Plus(v Usage) Usage {
 	u.OutputTokens = AddCount(u.OutputTokens, v.OutputTokens)
 	u.CostUSD = AddCost(u.CostUSD, v.CostUSD)
 	u.Known = u.Known || v.Known
-	if len(v.Refused) > 0 {
-		u.Refused = append(append([]string(nil), u.Refused...), v.Refused...)
-	}
+	u.refuse(v.Refused)
 	return u
+}
+
+// refuse adds a note to Refused.
+func (u *Usage) refuse(note string) {
+	switch {
+	case note == "":
+	case u.Refused == "":
+		u.Refused = note
+	default:
+		u.Refused += "; " + note
+	}
 }
 
 // Tokens is the attempt's input and output tokens together, saturating.
@@ -216,9 +228,11 @@ func (u *Usage) UnmarshalJSON(b []byte) error {
 	*u, _ = parseUsage(raw)
 	u.Known = known || u.Known
 	if v, ok := raw["refused"]; ok {
-		var notes []string
+		var notes string
 		if json.Unmarshal(v, &notes) == nil {
-			u.Refused = append(notes, u.Refused...)
+			mine := u.Refused
+			u.Refused = notes
+			u.refuse(mine)
 		}
 	}
 	return nil

@@ -49,12 +49,12 @@ func (e *engine) addKnown(u agent.Usage) {
 	if !u.Known {
 		e.unknown++
 	}
-	if len(u.Refused) > 0 {
+	if u.Refused != "" {
 		// Numbers no budget can use: said and journaled, never summed.
-		e.event(journal.Event{Type: journal.UsageRefused, Reason: strings.Join(u.Refused, "; "), Data: map[string]any{"refused": u.Refused}})
-		e.say("usage reported by an agent was refused: %s", dag.OneLine(strings.Join(u.Refused, "; "), 200))
+		e.event(journal.Event{Type: journal.UsageRefused, Reason: u.Refused, Data: map[string]any{"refused": strings.Split(u.Refused, "; ")}})
+		e.say("usage reported by an agent was refused: %s", dag.OneLine(u.Refused, 200))
 	}
-	u.Refused = nil
+	u.Refused = ""
 	e.usage = e.usage.Plus(u)
 	e.usage.Known = false
 }
