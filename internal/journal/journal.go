@@ -441,6 +441,7 @@ type Follower struct {
 	line     int         // the number of the next line
 	file     os.FileInfo // the file read so far
 	first    []byte      // its first line, once read
+	last     []byte      // the last line read, which ends at off
 	replaced bool
 }
 
@@ -449,9 +450,11 @@ func NewFollower(path string) *Follower { return &Follower{path: path, line: 1} 
 
 // Next returns the events (and skipped lines) completed since the last call.
 // A journal that does not exist yet has nothing new. A journal replaced
-// since the last call (another file at the path, a first line that is not
-// the one read, or shorter than what was read) is read again from its
-// start, and Replaced says so.
+// since the last call (a first line that is not the one read, shorter than
+// what was read, or another file that does not hold the lines read where
+// they were) is read again from its start, and Replaced says so. The same
+// journal written back by its engine (journal_lost) is read on from where
+// the last call ended.
 func (f *Follower) Next() ([]Event, []Skipped, error) {
 	file, err := os.Open(f.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -465,8 +468,9 @@ func (f *Follower) Next() ([]Event, []Skipped, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if f.file != nil && (!os.SameFile(fi, f.file) || fi.Size() < f.off || !f.sameFirst(file)) {
-		f.off, f.line, f.first, f.replaced = 0, 1, nil, true
+	if f.file != nil && (fi.Size() < f.off || !f.holds(file, 0, f.first) ||
+		!os.SameFile(fi, f.file) && !f.holds(file, f.off-int64(len(f.last)), f.last)) {
+		f.off, f.line, f.first, f.last, f.replaced = 0, 1, nil, nil, true
 	}
 	f.file = fi
 	if fi.Size() == f.off {
@@ -479,22 +483,25 @@ func (f *Follower) Next() ([]Event, []Skipped, error) {
 	}
 	data = data[:n]
 	events, skipped, used := decode(data, f.path, f.line)
-	if f.off == 0 && used > 0 {
-		f.first = append([]byte(nil), data[:bytes.IndexByte(data, '\n')+1]...)
+	if used > 0 {
+		if f.off == 0 {
+			f.first = append([]byte(nil), data[:bytes.IndexByte(data, '\n')+1]...)
+		}
+		f.last = append(f.last[:0], data[bytes.LastIndexByte(data[:used-1], '\n')+1:used]...)
 	}
 	f.off += int64(used)
 	f.line += bytes.Count(data[:used], []byte{'\n'})
 	return events, skipped, nil
 }
 
-// sameFirst reports whether file still starts with the first line read.
-func (f *Follower) sameFirst(file *os.File) bool {
-	if f.first == nil {
+// holds reports whether file has line at off.
+func (f *Follower) holds(file *os.File, off int64, line []byte) bool {
+	if len(line) == 0 {
 		return true
 	}
-	b := make([]byte, len(f.first))
-	n, _ := file.ReadAt(b, 0)
-	return bytes.Equal(b[:n], f.first)
+	b := make([]byte, len(line))
+	n, _ := file.ReadAt(b, off)
+	return bytes.Equal(b[:n], line)
 }
 
 // Replaced reports whether the journal was replaced since the last call:

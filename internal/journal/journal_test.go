@@ -168,6 +168,21 @@ func TestFollowerReadsCompleteLinesAsTheyCome(t *testing.T) {
 	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || f.Replaced() {
 		t.Fatalf("an append is not a replacement: %+v, %v", ev, err)
 	}
+	// The same journal written back by its engine (another file, the same
+	// lines and one more): read on, not again.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, append(data, `{"type":"journal_lost"}`+"\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || ev[0].Type != JournalLost || f.Replaced() {
+		t.Fatalf("after a write-back: %+v, %v", ev, err)
+	}
 }
 
 func TestReadSinceCheckpoint(t *testing.T) {
