@@ -154,7 +154,7 @@ type engine struct {
 	dirty       bool
 	lastFlush   time.Time
 	stamp       fileStamp
-	place       placeStamp // the project folder the run started in (moved.go)
+	place       placeStamp     // the project folder the run started in (moved.go)
 	lastWritten *state.State   // what the engine last wrote to the state file
 	reopens     map[string]int // atom -> times a failing check reopened it in this run
 	// Repair sweeps (sweep.go): sweeps spent redoing work a check found
