@@ -78,6 +78,10 @@ type Usage struct {
 	// Known says the usage was reported (by the usage file or the answer's
 	// "usage" key), as opposed to zero because nobody said.
 	Known bool `json:"-"`
+	// Refused notes the reported numbers that were not counted (negative,
+	// not finite, not whole) and the counts taken as the maximum, one note
+	// per field, separated by "; ". A string, so that a Usage compares.
+	Refused string `json:"refused,omitempty"`
 }
 
 // PlannedAtom is a new atom proposed by a planner.

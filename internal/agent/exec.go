@@ -136,6 +136,11 @@ func (e *Exec) Run(ctx context.Context, t Task) (Result, error) {
 	if usage.Known {
 		r.Usage = usage
 	}
+	if cut := Fit(&Result{Summary: r.Summary, Findings: r.Findings, Evidence: r.Evidence}); len(cut) > 0 && len(stdout.buf) > maxLoggedStdout {
+		// The state file will keep the start of a long text (the engine
+		// cuts it); the log keeps all of it.
+		fmt.Fprintf(log, "--- the whole answer (%s) ---\n%s\n", strings.Join(cut, "; "), bytes.TrimSpace(stdout.buf))
+	}
 	return r, nil
 }
 

@@ -165,7 +165,7 @@ func TestExecUsage(t *testing.T) {
 	}{
 		{"crash", usageLines + `kill -9 $$`, fromFile, "signal: killed"},
 		{"timeout", usageLines + `sleep 1000`, fromFile, "timed out"},
-		{"answer only", `echo '{"success":true,"usage":{"input_tokens":5,"output_tokens":6,"cost_usd":0.125}}'`, Usage{5, 6, 0.125, true}, ""},
+		{"answer only", `echo '{"success":true,"usage":{"input_tokens":5,"output_tokens":6,"cost_usd":0.125}}'`, Usage{InputTokens: 5, OutputTokens: 6, CostUSD: 0.125, Known: true}, ""},
 		{"file wins", usageLines + `printf '{"input_tok' >> "$AOT_USAGE_FILE"; echo '{"success":true,"usage":{"input_tokens":5,"output_tokens":6,"cost_usd":0.125}}'`, fromFile, ""},
 		{"none", `echo '{"success":true}'`, Usage{}, ""},
 		{"failed answer's own usage", `echo '{"success":true,"usage":{"input_tokens":5}}'; exit 2`, Usage{InputTokens: 5, Known: true}, "exit status 2"},
@@ -214,7 +214,7 @@ func TestSumUsage(t *testing.T) {
 		`  {"output_tokens":3, "model":"x"}  `,
 		`{"input_tokens":100`, // torn
 	}, "\n")
-	if got, want := sumUsage(strings.NewReader(in)), (Usage{1, 5, 0.75, true}); !sameUsage(got, want) {
+	if got, want := sumUsage(strings.NewReader(in)), (Usage{InputTokens: 1, OutputTokens: 5, CostUSD: 0.75, Known: true}); !sameUsage(got, want) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
 	if got := sumUsage(strings.NewReader("garbage\n{}\n")); got.Known {

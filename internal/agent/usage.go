@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
+	"strings"
 )
 
 // UsageFileEnv names the environment variable that carries the path of the
@@ -22,27 +26,23 @@ const UsageFileEnv = "AOT_USAGE_FILE"
 // maxUsageLine bounds one line of the usage file; longer lines are invalid.
 const maxUsageLine = 64 << 10
 
-// usageLine is one line of the usage file; a field may be omitted.
-type usageLine struct {
-	InputTokens  *int64   `json:"input_tokens"`
-	OutputTokens *int64   `json:"output_tokens"`
-	CostUSD      *float64 `json:"cost_usd"`
-}
-
-// sumUsage adds up the valid lines of a usage file. A line is valid when it
-// is one JSON object with at least one of the three fields, each a
-// non-negative number (tokens whole). Torn, invalid or oversized lines are
-// skipped. Known is true when at least one line was valid.
+// sumUsage adds up the lines of a usage file. A line counts when it is one
+// JSON object with at least one of the three fields; each field is taken or
+// refused on its own (see parseUsage), and every refusal is noted in
+// Refused with its line. Torn, invalid or oversized lines are skipped.
+// Known is true when at least one field was taken.
 func sumUsage(r io.Reader) Usage {
 	var u Usage
 	br := bufio.NewReaderSize(r, 4096)
 	var line []byte
+	n := 0 // the number of the line being read
 	for {
 		chunk, err := br.ReadSlice('\n')
 		line = append(line, chunk...)
 		if err == bufio.ErrBufferFull {
 			if len(line) > maxUsageLine {
 				line = line[:0]
+				n++
 				// Skip the rest of this line.
 				for err == bufio.ErrBufferFull {
 					_, err = br.ReadSlice('\n')
@@ -53,11 +53,15 @@ func sumUsage(r io.Reader) Usage {
 			}
 			continue
 		}
+		n++
 		if l, ok := parseUsageLine(line); ok && len(line) <= maxUsageLine {
-			u.InputTokens += *l.InputTokens
-			u.OutputTokens += *l.OutputTokens
-			u.CostUSD += *l.CostUSD
-			u.Known = true
+			for _, why := range strings.Split(l.Refused, "; ") {
+				if why != "" {
+					u.refuse(fmt.Sprintf("usage file line %d: %s", n, why))
+				}
+			}
+			l.Refused = ""
+			u = u.Plus(l)
 		}
 		line = line[:0]
 		if err != nil {
@@ -66,33 +70,172 @@ func sumUsage(r io.Reader) Usage {
 	}
 }
 
-func parseUsageLine(b []byte) (usageLine, bool) {
+func parseUsageLine(b []byte) (Usage, bool) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' {
-		return usageLine{}, false
+		return Usage{}, false
 	}
-	var l usageLine
-	if err := json.Unmarshal(b, &l); err != nil {
-		return usageLine{}, false
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(b, &raw) != nil {
+		return Usage{}, false
 	}
-	if l.InputTokens == nil && l.OutputTokens == nil && l.CostUSD == nil {
-		return usageLine{}, false
+	return parseUsage(raw)
+}
+
+// parseUsage reads the three usage fields of a decoded object, each on its
+// own: a field that is not a number, is negative, is not finite or (tokens)
+// is not whole is refused and noted in Refused, and the others still count;
+// a token count past the largest int64 counts as that, which is over every
+// budget. Known says at least one field was taken; present that at least
+// one of the three was there.
+func parseUsage(raw map[string]json.RawMessage) (u Usage, present bool) {
+	tokens := func(name string, dst *int64) {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			return
+		}
+		present = true
+		f, why := number(v)
+		switch {
+		case why == "" && f != math.Trunc(f):
+			why = "is not a whole number"
+		case why == "" && f >= math.MaxInt64:
+			*dst = math.MaxInt64
+			u.Known = true
+			u.refuse(fmt.Sprintf("%s %s is past the largest count, counted as %d", name, clip(v), int64(math.MaxInt64)))
+			return
+		}
+		if why != "" {
+			u.refuse(fmt.Sprintf("%s %s %s, not counted", name, clip(v), why))
+			return
+		}
+		*dst = int64(f)
+		u.Known = true
 	}
-	var zi int64
-	var zf float64
-	if l.InputTokens == nil {
-		l.InputTokens = &zi
+	tokens("input_tokens", &u.InputTokens)
+	tokens("output_tokens", &u.OutputTokens)
+	if v, ok := raw["cost_usd"]; ok && string(v) != "null" {
+		present = true
+		if f, why := number(v); why != "" {
+			u.refuse(fmt.Sprintf("cost_usd %s %s, not counted", clip(v), why))
+		} else {
+			u.CostUSD = f
+			u.Known = true
+		}
 	}
-	if l.OutputTokens == nil {
-		l.OutputTokens = &zi
+	return u, present
+}
+
+// number reads a JSON number that may be used as usage: finite and not
+// negative. why says what is wrong with it otherwise.
+func number(v json.RawMessage) (float64, string) {
+	var n json.Number
+	if json.Unmarshal(v, &n) != nil {
+		return 0, "is not a number"
 	}
-	if l.CostUSD == nil {
-		l.CostUSD = &zf
+	f, err := strconv.ParseFloat(string(n), 64)
+	switch {
+	case err != nil || math.IsInf(f, 0) || math.IsNaN(f):
+		return 0, "is not a finite number"
+	case f < 0:
+		return 0, "is negative"
 	}
-	if *l.InputTokens < 0 || *l.OutputTokens < 0 || *l.CostUSD < 0 {
-		return usageLine{}, false
+	return f, ""
+}
+
+// clip keeps a refused value short in a notice.
+func clip(v json.RawMessage) string {
+	if len(v) > 40 {
+		return string(v[:40]) + "..."
 	}
-	return l, true
+	return string(v)
+}
+
+// Plus is u and v added with saturating arithmetic: a token total stops at
+// the largest int64 and a cost at the largest float64, never wraps or
+// becomes infinite, so a total at the maximum is over every budget. Negative
+// or non-finite parts of v are not added. Known and the notes of both are
+// kept.
+func (u Usage) Plus(v Usage) Usage {
+	u.InputTokens = AddCount(u.InputTokens, v.InputTokens)
+	u.OutputTokens = AddCount(u.OutputTokens, v.OutputTokens)
+	u.CostUSD = AddCost(u.CostUSD, v.CostUSD)
+	u.Known = u.Known || v.Known
+	u.refuse(v.Refused)
+	return u
+}
+
+// refuse adds a note to Refused.
+func (u *Usage) refuse(note string) {
+	switch {
+	case note == "":
+	case u.Refused == "":
+		u.Refused = note
+	default:
+		u.Refused += "; " + note
+	}
+}
+
+// Tokens is the attempt's input and output tokens together, saturating.
+func (u Usage) Tokens() int64 { return AddCount(u.InputTokens, u.OutputTokens) }
+
+// AddCount adds two counts (tokens, milliseconds), stopping at the largest int64; a
+// negative count is taken as 0.
+func AddCount(a, b int64) int64 {
+	a, b = max(a, 0), max(b, 0)
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// AddCost adds two costs, stopping at the largest float64; a negative or
+// non-finite cost is taken as 0.
+func AddCost(a, b float64) float64 {
+	clean := func(x float64) float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return 0
+		}
+		return x
+	}
+	s := clean(a) + clean(b)
+	if math.IsInf(s, 0) {
+		return math.MaxFloat64
+	}
+	return s
+}
+
+// TokensOf converts a token count read as a float (a journal's number) to
+// an int64, saturating: negative or not a number is 0.
+func TokensOf(f float64) int64 {
+	switch {
+	case math.IsNaN(f) || f <= 0:
+		return 0
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return int64(f)
+}
+
+// UnmarshalJSON reads an answer's "usage" field by field, as parseUsage
+// does: a bad number is refused (and noted) without refusing the answer.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	known := u.Known
+	*u, _ = parseUsage(raw)
+	u.Known = known || u.Known
+	if v, ok := raw["refused"]; ok {
+		var notes string
+		if json.Unmarshal(v, &notes) == nil {
+			mine := u.Refused
+			u.Refused = notes
+			u.refuse(mine)
+		}
+	}
+	return nil
 }
 
 // readUsageFile sums the usage file at path.
@@ -114,7 +257,7 @@ func usageInOutput(out []byte) Usage {
 	if json.Unmarshal(bytes.TrimSpace(out), &v) != nil || v.Usage == nil {
 		return Usage{}
 	}
-	v.Usage.Known = true
+	v.Usage.Known = true // reported, even if as nothing
 	return *v.Usage
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -291,8 +292,8 @@ func (h *history) finish(ev *journal.Event, ok, choice bool) {
 	}
 	h.action("DEVELOP")
 	a := h.atom(ev.Atom)
-	a.tokens += ev.Tokens // the engine's input plus output tokens
-	a.cost += ev.CostUSD
+	a.tokens = agent.AddCount(a.tokens, ev.Tokens) // the engine's input plus output tokens, saturating
+	a.cost = agent.AddCost(a.cost, ev.CostUSD)
 	if unknown, _ := ev.Data["usage_unknown"].(bool); unknown {
 		a.unknown++
 	}

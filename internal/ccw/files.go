@@ -1,6 +1,7 @@
 package ccw
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -130,9 +131,9 @@ type logLine struct {
 }
 
 // appendLog brings an NDJSON log in step with the journal: it appends the
-// entries of the events after the log's last line. A log whose last line
-// does not match the journal (a new journal, a hand edit) is rewritten
-// whole; a torn last line (a crash mid-append) is cut off first.
+// entries of the events after the log's last line. A log whose first or
+// last line does not match the journal (a new journal, a hand edit) is
+// rewritten whole; a torn last line (a crash mid-append) is cut off first.
 func (f files) appendLog(path string, events []journal.Event, entry func(seq int, ev *journal.Event) any) error {
 	last, err := lastLine(path)
 	if err != nil {
@@ -140,13 +141,20 @@ func (f files) appendLog(path string, events []journal.Event, entry func(seq int
 	}
 	from := 0
 	if last != nil {
-		var head logLine
-		inStep := json.Unmarshal(last, &head) == nil && head.Seq >= 1 && head.Seq <= len(events) &&
-			events[head.Seq-1].Type == head.Type && events[head.Seq-1].Time.Equal(head.Time)
-		if !inStep {
+		inStep := func(line []byte) (int, bool) {
+			var head logLine
+			ok := json.Unmarshal(line, &head) == nil && head.Seq >= 1 && head.Seq <= len(events) &&
+				events[head.Seq-1].Type == head.Type && events[head.Seq-1].Time.Equal(head.Time)
+			return head.Seq, ok
+		}
+		seq, ok := inStep(last)
+		if ok {
+			_, ok = inStep(firstLogLine(path))
+		}
+		if !ok {
 			return f.atomic(path, logLines(events, 0, entry))
 		}
-		from = head.Seq
+		from = seq
 	}
 	data := logLines(events, from, entry)
 	if len(data) == 0 {
@@ -184,6 +192,18 @@ func logLines(events []journal.Event, from int, entry func(seq int, ev *journal.
 		}
 	}
 	return buf.Bytes()
+}
+
+// firstLogLine returns the first line of the file at path (nil when it
+// cannot be read).
+func firstLogLine(path string) []byte {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer file.Close()
+	line, _ := bufio.NewReader(file).ReadBytes('\n')
+	return bytes.TrimSuffix(line, []byte{'\n'})
 }
 
 // lastLine returns the last complete line of the file at path (nil when

@@ -211,8 +211,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		}
 		fmt.Fprintf(opts.IO.Out, "%s (%s): %s\n", verdict, out.Reason, out.Message)
 		fmt.Fprintf(opts.IO.Out, "%d iterations, %d resolved, %d unresolved, %s", out.Iterations, out.Resolved, out.Unresolved, out.Elapsed)
-		if u := out.Usage; u.InputTokens+u.OutputTokens > 0 || u.CostUSD > 0 {
-			fmt.Fprintf(opts.IO.Out, ", %d tokens, $%.4f", u.InputTokens+u.OutputTokens, u.CostUSD)
+		if u := out.Usage; u.Tokens() > 0 || u.CostUSD > 0 {
+			fmt.Fprintf(opts.IO.Out, ", %d tokens, $%.4f", u.Tokens(), u.CostUSD)
 		}
 		fmt.Fprintln(opts.IO.Out)
 	}

@@ -208,6 +208,9 @@ func gatherStatus(io *streams, g *globalOptions, events int) (*statusView, error
 	if err != nil {
 		return nil, err
 	}
+	if _, err := os.Stat(journal.PathFor(g.StateFile)); errors.Is(err, os.ErrNotExist) && s.Control.Iteration > 0 {
+		fmt.Fprintf(io.ErrOut, "aot: warning: no journal at %s although the loop has run (iteration %d): its spend and history are unknown, not 0\n", journal.PathFor(g.StateFile), s.Control.Iteration)
+	}
 	spend := history.SpendOf(all)
 	doc.Usage.Tokens, doc.Usage.CostUSD, doc.Usage.Unknown = spend.Total.Tokens, spend.Total.CostUSD, spend.Total.Unknown
 	doc.Usage.Atoms, doc.Usage.Roles = spendDocs(spend.Atoms), spendDocs(spend.Roles)

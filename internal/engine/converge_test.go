@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -369,11 +370,12 @@ func TestAnAtomOutOfAttemptsIsParkedWhileTheRestFinishes(t *testing.T) {
 	}
 }
 
-func TestOversizedAnswersAreFailedAttemptsNotStateFileContent(t *testing.T) {
+func TestOversizedAnswersKeepTheWorkNotTheStateFileSize(t *testing.T) {
 	path, dir, _ := scriptProject(t, []string{"HUGE", "YES"}, "false", func(s *state.State) {
 		s.Objective.Constraints.MaxAttemptsPerAtom = 1
 	})
-	// HUGE answers with a 2 MB summary; YES prints without end.
+	// HUGE answers with a 2 MB summary: the work is kept, the summary cut
+	// with a marker. YES prints without end: a failed attempt.
 	ag := execAgent(dir, `[ "$AOT_ATOM_ID" = YES ] && exec yes
 printf '{"success": true, "summary": "'; head -c 2000000 /dev/zero | tr '\0' x; echo '"}'`)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 2 })
@@ -381,8 +383,12 @@ printf '{"success": true, "summary": "'; head -c 2000000 /dev/zero | tr '\0' x; 
 		t.Fatalf("outcome = %+v", out)
 	}
 	s := read(t, path)
-	if got := s.Atom("HUGE").LastFailure; !strings.Contains(got, "the answer's summary is 2000000 bytes; at most 16384") {
-		t.Fatalf("HUGE last_failure = %q", got)
+	if a := s.Atom("HUGE"); a.Status != state.StatusResolved {
+		t.Fatalf("HUGE is %s (%q); want resolved", a.Status, a.LastFailure)
+	}
+	sum := s.Binding("HUGE").Summary
+	if len(sum) > agent.MaxSummary || !strings.HasSuffix(sum, "[aot: the summary is 2000000 bytes; the state file keeps the first "+strconv.Itoa(strings.Count(sum, "x"))+", the attempt's log has it whole]") {
+		t.Fatalf("HUGE's summary: %d bytes, ending %q", len(sum), sum[max(0, len(sum)-120):])
 	}
 	if got := s.Atom("YES").LastFailure; !strings.Contains(got, "16 MiB") {
 		t.Fatalf("YES last_failure = %q", got)

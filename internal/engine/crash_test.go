@@ -150,6 +150,18 @@ func journalLines(stateFile string) int {
 // must not leave its agents (and their background children) running beside
 // the next engine's.
 func TestAResumedEngineKillsTheAgentsOfTheCrashedOne(t *testing.T) {
+	for _, tc := range []struct{ name, stray string }{
+		{"the journal as the crash left it", ""},
+		// A stray line with a checkpoint's bytes (a hand edit, another
+		// program's write) is not the last checkpoint: the trees journaled
+		// before it are still found and killed.
+		{"a stray checkpoint-like line after the crash", `garbage {"type":"checkpoint","data":{"processes":[]}}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { resumeAfterCrashWithAgents(t, tc.stray) })
+	}
+}
+
+func resumeAfterCrashWithAgents(t *testing.T, stray string) {
 	path, dir, _ := scriptProject(t, []string{"A", "B", "C"}, "test -f A.ok && test -f B.ok && test -f C.ok", nil)
 	// Each agent leaves a background child (as agents start dev servers),
 	// records both pids, and hangs.
@@ -173,6 +185,19 @@ func TestAResumedEngineKillsTheAgentsOfTheCrashedOne(t *testing.T) {
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
+	if stray != "" {
+		f, err := os.OpenFile(journal.PathFor(path), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString(stray)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	pids := pidsIn(t, dir)
 	t.Cleanup(func() {
 		for _, p := range pids {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -153,6 +154,7 @@ type engine struct {
 	dirty       bool
 	lastFlush   time.Time
 	stamp       fileStamp
+	place       placeStamp     // the project folder the run started in (moved.go)
 	lastWritten *state.State   // what the engine last wrote to the state file
 	reopens     map[string]int // atom -> times a failing check reopened it in this run
 	// Repair sweeps (sweep.go): sweeps spent redoing work a check found
@@ -348,20 +350,37 @@ func (e *engine) begin() error {
 	if s, err = EnsureLoopID(e.store); err != nil {
 		return err
 	}
+	_, gone := os.Stat(journal.PathFor(e.opts.StateFile))
 	jr, err := journal.Open(journal.PathFor(e.opts.StateFile))
 	if err != nil {
 		return err
 	}
+	jr.OnLost = func(why string) { e.say("%s", why) }
 	e.jr = jr
 	e.s = s
+	if errors.Is(gone, os.ErrNotExist) && (s.Control.Iteration > 0 || s.Control.Status != state.ControlPending) {
+		// Deleted between runs: nothing holds it any more. Said, so that
+		// nobody takes the budgets' zero for the loop's spend.
+		why := fmt.Sprintf("no journal at %s although the loop has run (iteration %d): its spend so far is unknown, and the budgets count from 0", journal.PathFor(e.opts.StateFile), s.Control.Iteration)
+		e.event(journal.Event{Type: journal.JournalLost, Reason: why})
+		e.say("%s", why)
+	}
+	e.place = stampPlace(e.opts.StateFile)
 	// What the previous run journaled since its last write of the state
 	// file, read once: its agents still alive, its spend, its results.
-	cp, after, _ := journal.ReadFromCheckpoint(journal.PathFor(e.opts.StateFile))
+	// A journal that cannot be read is an error: a run that started from
+	// it would forget the loop's spend and the processes it must kill.
+	cp, after, err := journal.ReadFromCheckpoint(journal.PathFor(e.opts.StateFile))
+	if err != nil {
+		return fmt.Errorf("read the journal: %w", err)
+	}
 	e.killSurvivors(cp, after)
 	if e.isoCap, err = e.openIsolation(context.Background()); err != nil {
 		return err
 	}
-	e.loadUsage(cp, after)
+	if err := e.loadUsage(cp, after); err != nil {
+		return err
+	}
 	replayed := e.replay(after)
 	e.startRun(map[string]any{"replayed": replayed})
 	e.clearPause()
@@ -640,7 +659,7 @@ func (e *engine) bounds() (Outcome, bool) {
 			return e.outcome(Budget, fmt.Sprintf("budget: max_wall_time %s spent in this run; raise it with aot redirect --reason R --max-wall-time D", c.MaxWallTime)), true
 		}
 	}
-	if tokens := e.usage.InputTokens + e.usage.OutputTokens; c.MaxTokens > 0 && tokens >= c.MaxTokens {
+	if tokens := e.usage.Tokens(); c.MaxTokens > 0 && tokens >= c.MaxTokens {
 		return e.outcome(Budget, fmt.Sprintf("budget: %d tokens spent by the loop (max_tokens %d); raise it with aot redirect --reason R --max-tokens N", tokens, c.MaxTokens)), true
 	}
 	if c.MaxCostUSD > 0 && e.usage.CostUSD >= c.MaxCostUSD {
@@ -845,6 +864,9 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	}
 	e.rateCleared()
 	if r.err == nil {
+		if cut := agent.Fit(&r.res); len(cut) > 0 {
+			e.say("%s %s: %s (its whole answer: aot logs %s)", t.role, t.atom, strings.Join(cut, "; "), t.atom)
+		}
 		if berr := agent.CheckBounds(r.res); berr != nil {
 			r.err = &agent.AttemptError{Reason: berr.Error(), Usage: r.res.Usage}
 			r.res = agent.Result{}

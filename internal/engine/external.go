@@ -19,10 +19,14 @@ import (
 //   - an invalid or unreadable change is refused: the person's version is
 //     kept beside the file (NAME.rejected-TIME), the engine's is written
 //     back, and the journal and progress say so;
-//   - a deleted or emptied file is written back from memory.
+//   - a deleted or emptied file is written back from memory, unless its
+//     project folder was moved or deleted (moved.go).
 
 // external handles a state file that changed since the engine's last write.
 func (e *engine) external() error {
+	if err := e.place.check(); err != nil {
+		return err // moved or deleted: written back, it would be recreated at the old path
+	}
 	e.stamp = stampOf(e.opts.StateFile)
 	path := e.opts.StateFile
 	fs, err := e.store.Read()

@@ -555,6 +555,11 @@ func (e *engine) poll(ctx context.Context) error {
 			return err
 		}
 	}
+	if e.jr != nil {
+		if err := e.jr.Verify(); err != nil {
+			return err
+		}
+	}
 	reqs, err := pendingRequests(e.opts.StateFile)
 	if err != nil {
 		return err

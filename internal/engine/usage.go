@@ -3,9 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -47,21 +49,26 @@ func (e *engine) addKnown(u agent.Usage) {
 	if !u.Known {
 		e.unknown++
 	}
-	e.usage.InputTokens += u.InputTokens
-	e.usage.OutputTokens += u.OutputTokens
-	e.usage.CostUSD += u.CostUSD
+	if u.Refused != "" {
+		// Numbers no budget can use: said and journaled, never summed.
+		e.event(journal.Event{Type: journal.UsageRefused, Reason: u.Refused, Data: map[string]any{"refused": strings.Split(u.Refused, "; ")}})
+		e.say("usage reported by an agent was refused: %s", dag.OneLine(u.Refused, 200))
+	}
+	u.Refused = ""
+	e.usage = e.usage.Plus(u)
+	e.usage.Known = false
 }
 
 // usageFields writes an attempt's usage into its journal event.
 func (e *engine) usageFields(ev *journal.Event, r taskResult) {
 	u := attemptUsage(r.res, r.err)
-	ev.Tokens = u.InputTokens + u.OutputTokens
-	ev.CostUSD = u.CostUSD
+	ev.Tokens = u.Tokens()
+	ev.CostUSD = agent.AddCost(0, u.CostUSD)
 	if !u.Known {
 		ev.Data = map[string]any{"usage_unknown": true}
 		return
 	}
-	if u.InputTokens+u.OutputTokens > 0 {
+	if ev.Tokens > 0 {
 		ev.Data = map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens}
 	}
 }
@@ -84,24 +91,27 @@ func (e *engine) checkpointData() map[string]any {
 }
 
 // loadUsage sets the loop's totals from the journal: the last checkpoint's
-// totals plus every finished attempt after it. A journal written before
-// checkpoints carried totals is summed whole.
-func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) {
+// totals plus every finished attempt after it, summed as the engine sums
+// them (saturating; a negative or non-finite number counts as nothing). A
+// journal written before checkpoints carried totals is summed whole.
+func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) error {
 	if cp != nil {
 		if _, ok := cp.Data["input_tokens"]; !ok {
 			// An older journal: no totals in its checkpoints.
 			all, err := journal.Read(journal.PathFor(e.opts.StateFile))
 			if err != nil {
-				return
+				return fmt.Errorf("read the journal: %w", err)
 			}
 			cp, after = nil, all
 		}
 	}
 	if cp != nil {
-		e.usage.InputTokens = int64(num(cp.Data["input_tokens"]))
-		e.usage.OutputTokens = int64(num(cp.Data["output_tokens"]))
-		e.usage.CostUSD = num(cp.Data["cost_usd"])
-		e.unknown = int(num(cp.Data["usage_unknown"]))
+		e.usage = agent.Usage{
+			InputTokens:  agent.TokensOf(num(cp.Data["input_tokens"])),
+			OutputTokens: agent.TokensOf(num(cp.Data["output_tokens"])),
+			CostUSD:      agent.AddCost(0, num(cp.Data["cost_usd"])),
+		}
+		e.unknown = int(agent.TokensOf(num(cp.Data["usage_unknown"])))
 	}
 	for _, ev := range after {
 		if ev.Type != journal.AtomFinish || ev.Reason == replayedReason {
@@ -110,16 +120,20 @@ func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) {
 		if unknown, _ := ev.Data["usage_unknown"].(bool); unknown {
 			e.unknown++
 		}
-		in, out := int64(num(ev.Data["input_tokens"])), int64(num(ev.Data["output_tokens"]))
-		if in+out == 0 {
-			in = ev.Tokens // only the total was journaled
+		u := agent.Usage{
+			InputTokens:  agent.TokensOf(num(ev.Data["input_tokens"])),
+			OutputTokens: agent.TokensOf(num(ev.Data["output_tokens"])),
+			CostUSD:      ev.CostUSD,
 		}
-		e.usage.InputTokens += in
-		e.usage.OutputTokens += out
-		e.usage.CostUSD += ev.CostUSD
+		if u.Tokens() == 0 {
+			u.InputTokens = ev.Tokens // only the total was journaled
+		}
+		e.usage = e.usage.Plus(u)
 	}
+	return nil
 }
 
+// num is a journaled number (float64 once decoded), 0 when it is not one.
 func num(v any) float64 {
 	switch x := v.(type) {
 	case float64:

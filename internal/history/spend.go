@@ -1,6 +1,9 @@
 package history
 
-import "github.com/aot-loop/aot/internal/journal"
+import (
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/journal"
+)
 
 // Spend is what agents' runs cost: every finished attempt counts, failed
 // ones too; an attempt whose usage nobody reported is counted as unknown,
@@ -20,29 +23,31 @@ type Spending struct {
 	Roles map[string]Spend `json:"roles"`
 }
 
-// Add takes one more event into the sums.
+// Add takes one more event into the sums. The sums saturate as the
+// engine's do (agent.AddCount, agent.AddCost): a journal's numbers, however
+// large, never wrap a total negative or make it infinite.
 func (sp *Spending) Add(ev journal.Event) {
 	if sp.Atoms == nil {
 		sp.Atoms, sp.Roles = map[string]Spend{}, map[string]Spend{}
 	}
-	sp.Total.Tokens += ev.Tokens
-	sp.Total.CostUSD += ev.CostUSD
+	sp.Total.Tokens = agent.AddCount(sp.Total.Tokens, ev.Tokens)
+	sp.Total.CostUSD = agent.AddCost(sp.Total.CostUSD, ev.CostUSD)
 	if ev.Type != journal.AtomFinish {
 		return
 	}
 	unknown, _ := ev.Data["usage_unknown"].(bool)
 	count := func(s Spend) Spend {
 		s.Attempts++
-		s.Tokens += ev.Tokens
-		s.CostUSD += ev.CostUSD
-		s.DurationMS += ev.DurationMS
+		s.Tokens = agent.AddCount(s.Tokens, ev.Tokens)
+		s.CostUSD = agent.AddCost(s.CostUSD, ev.CostUSD)
+		s.DurationMS = agent.AddCount(s.DurationMS, ev.DurationMS)
 		if unknown {
 			s.Unknown++
 		}
 		return s
 	}
 	sp.Total.Attempts++
-	sp.Total.DurationMS += ev.DurationMS
+	sp.Total.DurationMS = agent.AddCount(sp.Total.DurationMS, ev.DurationMS)
 	if unknown {
 		sp.Total.Unknown++
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -79,6 +80,12 @@ const (
 	Landing     = "landing"       // where the merged work landed at the end of the run
 	Pause       = "pause"         // a person paused the loop: nothing new starts; data: kill, running
 	Resume      = "resume"        // a paused loop goes on; data: paused_ms
+	// UsageRefused: numbers an agent reported as its usage that no sum can
+	// use (negative, not finite, not whole); data: refused.
+	UsageRefused = "usage_refused"
+	// JournalLost: the journal was deleted, replaced or cut behind the
+	// engine's back and written back from what the engine holds; data: kept, lost_bytes.
+	JournalLost = "journal_lost"
 )
 
 // Event is one line of the journal. Fields that do not apply are left out.
@@ -103,10 +110,15 @@ func Bool(b bool) *bool { return &b }
 // Journal appends events to one file. It is safe for concurrent use.
 type Journal struct {
 	mu    sync.Mutex
+	path  string
 	f     *os.File
 	w     *bufio.Writer
+	size  int64 // what the file holds by this journal's count
 	dirty bool
 	now   func() time.Time
+	// OnLost, when set, is told (from any goroutine) why the journal was
+	// written back: deleted, replaced or cut behind the journal's back.
+	OnLost func(why string)
 }
 
 // Open opens (creating it and its directory if needed, with FileMode and
@@ -126,7 +138,12 @@ func Open(path string) (*Journal, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("journal: %s: %w", path, err)
 	}
-	return &Journal{f: f, w: bufio.NewWriterSize(f, 64<<10), now: time.Now}, nil
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return &Journal{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10), size: fi.Size(), now: time.Now}, nil
 }
 
 // cutTornTail truncates f after its last newline.
@@ -162,14 +179,24 @@ func cutTornTail(f *os.File) error {
 
 // Append writes one event to the file at once, so that readers (aot status,
 // aot top, aot serve's streams) see it without waiting; it is durable after
-// the next Sync, which fsyncs the batch. A zero Time is set to now.
+// the next Sync, which fsyncs the batch. A zero Time is set to now. An
+// event whose data or cost JSON cannot encode is written without them, with
+// data.unencodable saying why: it is never dropped.
 func (j *Journal) Append(e Event) error {
 	if e.Time.IsZero() {
 		e.Time = j.now()
 	}
 	line, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		// A value JSON cannot hold (+Inf, NaN) in its data: the event is
+		// still journaled, without what could not be encoded, and says so.
+		e.Data = map[string]any{"unencodable": err.Error()}
+		if math.IsNaN(e.CostUSD) || math.IsInf(e.CostUSD, 0) {
+			e.CostUSD = 0
+		}
+		if line, err = json.Marshal(e); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -180,6 +207,7 @@ func (j *Journal) Append(e Event) error {
 	if _, err := j.w.Write(line); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	j.size += int64(len(line))
 	j.dirty = true
 	if err := j.w.Flush(); err != nil {
 		return fmt.Errorf("journal: %w", err)
@@ -188,11 +216,18 @@ func (j *Journal) Append(e Event) error {
 }
 
 // Sync writes buffered events and fsyncs the file: once it returns, every
-// appended event survives a crash.
+// appended event survives a crash. A journal lost behind its back is
+// written back first (see Verify).
 func (j *Journal) Sync() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.f == nil || !j.dirty {
+	if j.f == nil {
+		return nil
+	}
+	if err := j.verify(); err != nil {
+		return err
+	}
+	if !j.dirty {
 		return nil
 	}
 	if err := j.w.Flush(); err != nil {
@@ -203,6 +238,125 @@ func (j *Journal) Sync() error {
 	}
 	j.dirty = false
 	return nil
+}
+
+// Verify checks that the journal's path still holds this journal, whole,
+// and writes it back when it does not, as the engine does its state file:
+//   - deleted (an agent's rm, a cleanup): the open file still holds every
+//     event, and is put back at its path;
+//   - replaced by another file: that file is kept beside it
+//     (events.ndjson.replaced-TIME), and this journal put back;
+//   - cut in place: what is left is kept; the bytes cut are lost, and said.
+//
+// The journal's folder is made again only inside a folder that is still
+// there: a project moved or deleted is not recreated at its old path.
+// A journal_lost event after the events written back says what happened,
+// and OnLost is told.
+func (j *Journal) Verify() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	return j.verify()
+}
+
+func (j *Journal) verify() error {
+	mine, err := j.f.Stat()
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	at, err := os.Stat(j.path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err == nil && os.SameFile(at, mine) && mine.Size() >= j.size {
+		return nil
+	}
+	if err := j.w.Flush(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	data := make([]byte, j.size)
+	n, rerr := j.f.ReadAt(data, 0)
+	if rerr != nil && rerr != io.EOF {
+		return fmt.Errorf("journal: read back %s: %w", j.path, rerr)
+	}
+	data = data[:n]
+	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
+		data = data[:i+1] // a line cut in half by a truncation
+	}
+	ev := Event{Time: j.now(), Type: JournalLost, Data: map[string]any{}}
+	var why string
+	switch {
+	case at == nil:
+		why = "the journal was deleted behind the engine's back; written back from the open file"
+	case !os.SameFile(at, mine):
+		why = "the journal was replaced behind the engine's back; written back from the open file"
+	default:
+		lost := j.size - int64(len(data))
+		ev.Data["lost_bytes"] = lost
+		why = fmt.Sprintf("the journal was cut behind the engine's back: %d bytes of it are lost; the rest is kept, and the next checkpoint carries the loop's totals", lost)
+	}
+	dir := filepath.Dir(j.path)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.Mkdir(dir, DirMode); err != nil {
+			return fmt.Errorf("journal: %s is gone with its folder, which cannot be made again: %w", j.path, err)
+		}
+	}
+	if at != nil && !os.SameFile(at, mine) {
+		kept := fmt.Sprintf("%s.replaced-%s", j.path, j.now().UTC().Format("20060102T150405.000Z"))
+		if err := os.Rename(j.path, kept); err == nil {
+			ev.Data["kept"] = kept
+			why += "; the file found there is kept in " + kept
+		}
+	}
+	ev.Reason = why
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	data = append(data, append(line, '\n')...)
+	f, err := writeBack(j.path, data)
+	if err != nil {
+		return fmt.Errorf("journal: write %s back: %w", j.path, err)
+	}
+	_ = j.f.Close()
+	j.f, j.size, j.dirty = f, int64(len(data)), false
+	j.w.Reset(f)
+	if j.OnLost != nil {
+		j.OnLost(why)
+	}
+	return nil
+}
+
+// writeBack puts data at path whole (a temporary file renamed over it,
+// synced) and opens it for appending.
+func writeBack(path string, data []byte) (*os.File, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+FileName+".*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), FileMode)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return os.OpenFile(path, os.O_RDWR|os.O_APPEND, FileMode)
 }
 
 // Close syncs and closes the journal.
@@ -279,20 +433,28 @@ func decode(data []byte, path string, first int) ([]Event, []Skipped, int) {
 	return out, skipped, used
 }
 
-// Follower reads a journal as it grows (aot logs --follow): each Next
-// returns the complete lines appended since the last one.
+// Follower reads a journal as it grows (aot logs --follow, aot serve): each
+// Next returns the complete lines appended since the last one.
 type Follower struct {
-	path string
-	off  int64
-	line int // the number of the next line
+	path     string
+	off      int64
+	line     int         // the number of the next line
+	file     os.FileInfo // the file read so far
+	first    []byte      // its first line, once read
+	last     []byte      // the last line read, which ends at off
+	replaced bool
 }
 
 // NewFollower starts at the beginning of the journal at path.
 func NewFollower(path string) *Follower { return &Follower{path: path, line: 1} }
 
 // Next returns the events (and skipped lines) completed since the last call.
-// A journal that does not exist yet has nothing new; one that shrank below
-// what was read (a new journal) is read again from its start.
+// A journal that does not exist yet has nothing new. A journal replaced
+// since the last call (a first line that is not the one read, shorter than
+// what was read, or another file that does not hold the lines read where
+// they were) is read again from its start, and Replaced says so. The same
+// journal written back by its engine (journal_lost) is read on from where
+// the last call ended.
 func (f *Follower) Next() ([]Event, []Skipped, error) {
 	file, err := os.Open(f.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -306,9 +468,11 @@ func (f *Follower) Next() ([]Event, []Skipped, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if fi.Size() < f.off {
-		f.off, f.line = 0, 1
+	if f.file != nil && (fi.Size() < f.off || !f.holds(file, 0, f.first) ||
+		!os.SameFile(fi, f.file) && !f.holds(file, f.off-int64(len(f.last)), f.last)) {
+		f.off, f.line, f.first, f.last, f.replaced = 0, 1, nil, nil, true
 	}
+	f.file = fi
 	if fi.Size() == f.off {
 		return nil, nil, nil
 	}
@@ -319,9 +483,34 @@ func (f *Follower) Next() ([]Event, []Skipped, error) {
 	}
 	data = data[:n]
 	events, skipped, used := decode(data, f.path, f.line)
+	if used > 0 {
+		if f.off == 0 {
+			f.first = append([]byte(nil), data[:bytes.IndexByte(data, '\n')+1]...)
+		}
+		f.last = append(f.last[:0], data[bytes.LastIndexByte(data[:used-1], '\n')+1:used]...)
+	}
 	f.off += int64(used)
 	f.line += bytes.Count(data[:used], []byte{'\n'})
 	return events, skipped, nil
+}
+
+// holds reports whether file has line at off.
+func (f *Follower) holds(file *os.File, off int64, line []byte) bool {
+	if len(line) == 0 {
+		return true
+	}
+	b := make([]byte, len(line))
+	n, _ := file.ReadAt(b, off)
+	return bytes.Equal(b[:n], line)
+}
+
+// Replaced reports whether the journal was replaced since the last call:
+// the events returned since then are the new journal's, from its start, and
+// whatever was built from the old one is to be built again.
+func (f *Follower) Replaced() bool {
+	r := f.replaced
+	f.replaced = false
+	return r
 }
 
 // ReadSinceCheckpoint returns the complete events after the last checkpoint
@@ -337,66 +526,68 @@ func ReadSinceCheckpoint(path string) ([]Event, error) {
 // ReadFromCheckpoint returns the last checkpoint (nil when there is none) and
 // the complete events after it: what a resuming engine needs to know of the
 // run before it. It reads the file backwards, once, only as far as that
-// checkpoint.
+// checkpoint. A checkpoint is a line that decodes as one event of type
+// checkpoint: a stray line that merely contains the words (a hand edit, a
+// write by something else) is skipped like any line that is not an event.
+// The error is the file's: a journal that cannot be read is never taken for
+// an empty one.
 func ReadFromCheckpoint(path string) (*Event, []Event, error) {
-	cp, after, whole, err := scanBack(path)
+	cp, after, err := scanBack(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if cp == nil {
-		if whole {
-			events, _, _ := decode(after, path, 1)
-			return nil, events, nil
-		}
-		return nil, nil, nil // the checkpoint is the (torn) last line
-	}
-	var e Event
-	if err := json.Unmarshal(cp, &e); err != nil {
-		return nil, nil, fmt.Errorf("%s: checkpoint: %w", path, err)
-	}
 	events, _, _ := decode(after, path, 0)
-	return &e, events, nil
+	return cp, events, nil
 }
 
-// scanBack reads path backwards to its last complete checkpoint line: cp is
-// that line (nil when none was found) and after the bytes that follow it.
-// With no checkpoint, whole says after is the whole file; a torn checkpoint
-// as the last line gives neither.
-func scanBack(path string) (cp, after []byte, whole bool, err error) {
+// scanBack reads path backwards, a whole line at a time, to its last
+// complete checkpoint event: cp is that event (nil when there is none) and
+// after the bytes that follow its line (the whole file when there is none).
+// A torn last line is never a checkpoint.
+func scanBack(path string) (cp *Event, after []byte, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
-	marker := []byte(`"type":"` + Checkpoint + `"`)
-	var tail []byte // the bytes read so far, from pos to the end
-	pos := fi.Size()
-	chunk := make([]byte, 64<<10)
+	word := []byte(`"` + Checkpoint + `"`)
+	var tail []byte     // the bytes read so far: the file from pos to its end
+	pos := fi.Size()    // where tail starts in the file
+	unseen := fi.Size() // lines that start at or after this offset were looked at
+	size := int64(64 << 10)
 	for pos > 0 {
-		n := min(int64(len(chunk)), pos)
+		n := min(size, pos)
 		pos -= n
-		if _, err := f.ReadAt(chunk[:n], pos); err != nil && err != io.EOF {
-			return nil, nil, false, err
+		chunk := make([]byte, n, n+int64(len(tail)))
+		if _, err := f.ReadAt(chunk, pos); err != nil && err != io.EOF {
+			return nil, nil, err
 		}
-		tail = append(append([]byte(nil), chunk[:n]...), tail...)
-		// Look for a checkpoint on a whole line within what has been read.
-		i := bytes.LastIndex(tail, marker)
-		if i < 0 {
-			continue
+		tail = append(chunk, tail...)
+		size *= 2 // each read doubles, so copying the tail stays linear
+		for {
+			region := tail[:unseen-pos]
+			nl := bytes.LastIndexByte(region, '\n') // the end of the next line back
+			if nl < 0 {
+				break
+			}
+			start := bytes.LastIndexByte(region[:nl], '\n') + 1
+			if start == 0 && pos > 0 {
+				break // the line starts in a part not read yet
+			}
+			line := region[start:nl]
+			unseen = pos + int64(start)
+			if !bytes.Contains(line, word) {
+				continue
+			}
+			var e Event
+			if json.Unmarshal(line, &e) == nil && e.Type == Checkpoint {
+				return &e, tail[nl+1:], nil
+			}
 		}
-		start := bytes.LastIndexByte(tail[:i], '\n')
-		if start < 0 && pos > 0 {
-			continue // the line starts in a chunk not read yet
-		}
-		end := bytes.IndexByte(tail[i:], '\n')
-		if end < 0 {
-			return nil, nil, false, nil
-		}
-		return tail[start+1 : i+end], tail[i+end+1:], false, nil
 	}
-	return nil, tail, true, nil
+	return nil, tail, nil
 }

@@ -2,6 +2,8 @@ package journal
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,8 +139,49 @@ func TestFollowerReadsCompleteLinesAsTheyCome(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"type":"stop"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || ev[0].Type != Stop {
+	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || ev[0].Type != Stop || !f.Replaced() {
 		t.Fatalf("after the journal shrank: %+v, %v", ev, err)
+	}
+	if f.Replaced() {
+		t.Fatal("Replaced said twice for one replacement")
+	}
+	// A longer journal renamed over it (a new loop's): from its start too.
+	other := filepath.Join(t.TempDir(), "other")
+	long := `{"type":"run_start","reason":"new"}` + "\n" + `{"type":"atom_start","atom":"N1"}` + "\n" + `{"type":"atom_start","atom":"N2"}` + "\n"
+	if err := os.WriteFile(other, []byte(long), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _, err := f.Next(); err != nil || len(ev) != 3 || ev[0].Reason != "new" || !f.Replaced() {
+		t.Fatalf("after a longer journal replaced it: %+v, %v", ev, err)
+	}
+	// Rewritten in place, longer, with another first event: from its start.
+	if err := os.WriteFile(path, []byte(strings.Replace(long, "new", "NEW", 1)+`{"type":"stop"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _, err := f.Next(); err != nil || len(ev) != 4 || ev[0].Reason != "NEW" || !f.Replaced() {
+		t.Fatalf("after the first event changed: %+v, %v", ev, err)
+	}
+	appendTo(`{"type":"checkpoint"}` + "\n")
+	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || f.Replaced() {
+		t.Fatalf("an append is not a replacement: %+v, %v", ev, err)
+	}
+	// The same journal written back by its engine (another file, the same
+	// lines and one more): read on, not again.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, append(data, `{"type":"journal_lost"}`+"\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _, err := f.Next(); err != nil || len(ev) != 1 || ev[0].Type != JournalLost || f.Replaced() {
+		t.Fatalf("after a write-back: %+v, %v", ev, err)
 	}
 }
 
@@ -180,5 +223,66 @@ func TestReadSinceCheckpoint(t *testing.T) {
 	}
 	if got, err := ReadSinceCheckpoint(path3); err != nil || len(got) != 0 {
 		t.Fatalf("checkpoint last = %+v, %v", got, err)
+	}
+}
+
+// TestCheckpointIsAnEventNotBytes: lines that only contain the bytes of a
+// checkpoint (garbage, an event quoting them, a torn line) are not taken for
+// one, wherever they fall in the chunks read backwards.
+func TestCheckpointIsAnEventNotBytes(t *testing.T) {
+	real := `{"time":"2026-11-22T10:00:00Z","type":"checkpoint","data":{"input_tokens":2000}}`
+	long := `{"type":"atom_start","reason":"` + strings.Repeat("x", 200<<10) + `"}` // spans chunks
+	lines := []string{
+		`{"type":"run_start"}`, long, real, long,
+		`{"type":"atom_finish","atom":"A1","reason":"said \"type\":\"checkpoint\""}`,
+		`garbage "type":"checkpoint" {"data":{"input_tokens":0}}`,
+		`{"type":"checkpoint"} {"type":"checkpoint"}`,
+		`{"type":"atom_finish","atom":"A2"}`,
+	}
+	path := filepath.Join(t.TempDir(), FileName)
+	data := strings.Join(lines, "\n") + "\n" + `{"type":"checkpoint","data":{"input_tokens":0}` // torn
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cp, after, err := ReadFromCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp == nil || cp.Data["input_tokens"] != float64(2000) {
+		t.Fatalf("checkpoint = %+v; want the real one (2000 tokens)", cp)
+	}
+	var atoms []string
+	for _, ev := range after {
+		atoms = append(atoms, ev.Type+":"+ev.Atom)
+	}
+	if d := cmp.Diff([]string{"atom_start:", "atom_finish:A1", "atom_finish:A2"}, atoms); d != "" {
+		t.Fatalf("events after the checkpoint (-want +got):\n%s", d)
+	}
+	if _, _, err := ReadFromCheckpoint(filepath.Join(t.TempDir(), "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a missing journal: err = %v; want it reported", err)
+	}
+}
+
+// TestAnEventJSONCannotHoldIsStillJournaled: a +Inf cost or a NaN in the
+// data does not drop the event (an atom_finish lost would lose its result).
+func TestAnEventJSONCannotHoldIsStillJournaled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := Event{Type: AtomFinish, Atom: "A", OK: Bool(true), CostUSD: math.Inf(1), Data: map[string]any{"summary": "done", "score": math.NaN()}}
+	if err := j.Append(inf); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Read = %+v, %v", got, err)
+	}
+	if e := got[0]; e.Type != AtomFinish || e.Atom != "A" || e.OK == nil || !*e.OK || e.CostUSD != 0 || !strings.Contains(fmt.Sprint(e.Data["unencodable"]), "unsupported value") {
+		t.Fatalf("event = %+v", e)
 	}
 }

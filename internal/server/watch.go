@@ -70,6 +70,13 @@ func (s *Server) pollLoop(l *loop) {
 	for _, sk := range skipped {
 		s.log.Warn("journal line skipped", "loop", l.id, "line", sk.Line, "error", sk.Err)
 	}
+	if l.fol.Replaced() {
+		// A new journal (the workspace started over): nothing of the old
+		// one stays in the view; evs are the new one's, from its start.
+		l.mu.Lock()
+		l.events, l.outputsSeq, l.sum, l.dirty = nil, -1, nil, true
+		l.mu.Unlock()
+	}
 	if len(evs) > 0 {
 		l.mu.Lock()
 		first := len(l.events) + 1
