@@ -93,6 +93,11 @@ func (l *loop) engine() engineInfo {
 	if _, err := l.checked(); err != nil {
 		return engineInfo{}
 	}
+	return l.engineChecked()
+}
+
+// engineChecked is engine for a loop whose paths were just checked.
+func (l *loop) engineChecked() engineInfo {
 	pid, held, _ := runlock.Holder(l.stateFile)
 	info := engineInfo{Running: held}
 	if held {
