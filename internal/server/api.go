@@ -182,12 +182,13 @@ type correctDoc struct {
 // file is computed again only when either changed; the engine's state is
 // looked at every time.
 func (s *Server) summary(l *loop) summaryDoc {
-	eng := l.engine()
-	evs := l.snapshot()
-	key := summaryKey{events: len(evs), running: eng.Running}
+	var eng engineInfo
+	var stamp fileStamp
 	if sf, err := l.checked(); err == nil {
-		key.state = stampOf(sf)
+		eng, stamp = l.engineChecked(), stampOf(sf)
 	}
+	evs := l.snapshot()
+	key := summaryKey{events: len(evs), state: stamp, running: eng.Running}
 	l.mu.Lock()
 	c, ok := l.sum, l.sumKey == key && l.sum != nil
 	l.mu.Unlock()

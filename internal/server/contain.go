@@ -70,7 +70,23 @@ func resolve(path string) (string, error) {
 // inside is path with its links resolved, when that is inside a served
 // workspace.
 func (r *registry) inside(path string) (string, error) {
-	real, err := resolve(path)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", &unreadableError{err}
+	}
+	// The common case costs a look at each part below the workspace: a path
+	// written under a served workspace with no link below it stays there.
+	// (The served folders themselves are taken as they were at start.)
+	for i, ws := range r.workspaces {
+		for _, base := range []string{ws, r.roots[i]} {
+			if rest, ok := strings.CutPrefix(abs, base+string(filepath.Separator)); ok {
+				if real, plain := plainBelow(base, r.roots[i], rest); plain {
+					return real, nil
+				}
+			}
+		}
+	}
+	real, err := resolve(abs)
 	if err != nil {
 		return "", &unreadableError{err}
 	}
@@ -79,8 +95,24 @@ func (r *registry) inside(path string) (string, error) {
 			return real, nil
 		}
 	}
-	abs, _ := filepath.Abs(path)
 	return "", &outsideError{path: abs, real: real, workspaces: r.workspaces}
+}
+
+// plainBelow is rest under root when no part of ws/rest below ws is a
+// link (a part that does not exist ends the look: nothing below it does).
+func plainBelow(ws, root, rest string) (string, bool) {
+	p := ws
+	for part := range strings.SplitSeq(rest, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			return "", false
+		}
+	}
+	return filepath.Join(root, rest), true
 }
 
 // within checks path against the served workspaces.

@@ -367,3 +367,20 @@ func TestLoopsCreatedInOneWorkspaceShareNoFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestAWorkspaceServedThroughALinkServesItsLoops(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "ws")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, link)
+	id := h.create("A1")
+	var out map[string]any
+	if code := h.do("POST", "/api/loops/"+id+"/redirect", map[string]any{"reason": "r", "goal": "through the link"}, &out); code != 200 {
+		t.Fatalf("redirect: %d %v", code, out)
+	}
+	if data, err := os.ReadFile(filepath.Join(real, ".claude", "aot-loops", id, "aot-loop-state.md")); err != nil || !strings.Contains(string(data), "through the link") {
+		t.Errorf("the state file in the linked folder: %v", err)
+	}
+}

@@ -93,6 +93,11 @@ func (l *loop) engine() engineInfo {
 	if _, err := l.checked(); err != nil {
 		return engineInfo{}
 	}
+	return l.engineChecked()
+}
+
+// engineChecked is engine for a loop whose paths were just checked.
+func (l *loop) engineChecked() engineInfo {
 	pid, held, _ := runlock.Holder(l.stateFile)
 	info := engineInfo{Running: held}
 	if held {
@@ -230,7 +235,7 @@ func (r *registry) discover() error {
 // when that is damaged or missing, from the progress files and the journal.
 func (r *registry) open(ws, id string) (*loop, error) {
 	// The view is read only inside the workspace, as the state is.
-	for _, p := range []string{loopsDir(ws), viewPath(&loop{id: id, workspace: ws}), ccw.ProgressDir(loopsDir(ws), id)} {
+	for _, p := range []string{loopsDir(ws), ccw.DocPath(loopsDir(ws), id), ccw.ProgressDir(loopsDir(ws), id)} {
 		if err := r.within(p); err != nil {
 			return nil, err
 		}

@@ -98,6 +98,9 @@ func (s *Server) start(l *loop, q startRequest) (int, error) {
 		return 0, err
 	}
 	logPath := runLog(l.stateFile)
+	if err := l.reg.within(logPath); err != nil {
+		return 0, err
+	}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, journal.FileMode)
 	if err != nil {
 		return 0, err
