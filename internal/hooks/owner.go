@@ -25,9 +25,8 @@ const OwnerFile = "session.json"
 type Owner struct {
 	Client    Client `json:"client"`
 	SessionID string `json:"session_id"`
-	ClaimedAt string `json:"claimed_at"`    // RFC 3339
-	How       string `json:"how"`           // "start": recorded when the session started the loop
-	Cwd       string `json:"cwd,omitempty"` // the hook's cwd when it was claimed
+	ClaimedAt string `json:"claimed_at"` // RFC 3339
+	How       string `json:"how"`        // "start": recorded when the session started the loop
 }
 
 // OwnerPath is the owner file of a state file.
