@@ -88,8 +88,8 @@ func record(stateFile string, o Owner) (*Owner, error) {
 
 // sessionEnv names, per client, the variable through which the client
 // gives its shell tool the session_id its hooks see: Claude Code 2.1.330
-// sets CLAUDE_CODE_SESSION_ID; Codex 0.169.0 sets CODEX_THREAD_ID for its
-// exec tool (its hooks' session_id is the thread id); Gemini CLI 0.61.0
+// sets CLAUDE_CODE_SESSION_ID; Codex 0.169.0 sets CODEX_THREAD_ID (its
+// hooks' session_id is the thread id); Gemini CLI 0.61.0
 // sets GEMINI_SESSION_ID only for its hooks, so a loop started from its
 // shell tool has no owner (its hooks leave it alone).
 var sessionEnv = []struct {
