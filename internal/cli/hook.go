@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,10 +79,11 @@ type hookOptions struct {
 	StateFile string // named by --state-file or AOT_STATE_FILE; "" to find it from the hook's cwd
 	Getenv    func(string) string
 	Getwd     func() (string, error)
+	Argv0     string // the program as invoked: a hook's guard is started as the same command
 }
 
 func newCmdHook(d *deps, g *globalOptions, runF func(*hookOptions) error) *cobra.Command {
-	opts := &hookOptions{IO: d.io, Global: g, Getenv: d.getenv, Getwd: d.getwd}
+	opts := &hookOptions{IO: d.io, Global: g, Getenv: d.getenv, Getwd: d.getwd, Argv0: d.argv0}
 	cmd := &cobra.Command{
 		Use:   "hook CLIENT EVENT",
 		Short: "Answer a Claude Code, Codex or Gemini CLI hook (JSON on stdin)",
@@ -142,7 +142,7 @@ func hookRun(ctx context.Context, opts *hookOptions) error {
 	d, err := hooks.Answer(ctx, hooks.Options{
 		Client: opts.Client, Event: opts.Event, StateFile: opts.StateFile,
 		Getenv: opts.Getenv, Getwd: opts.Getwd,
-	}, in, os.Args)
+	}, in, []string{opts.Argv0, "hook", string(opts.Client), string(opts.Event)})
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "aot hook: %s; no decision\n", strings.TrimSpace(describeReadError(err).Error()))
 		if d.Action == hooks.Allow {

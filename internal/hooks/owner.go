@@ -25,9 +25,8 @@ const OwnerFile = "session.json"
 type Owner struct {
 	Client    Client `json:"client"`
 	SessionID string `json:"session_id"`
-	ClaimedAt string `json:"claimed_at"`    // RFC 3339
-	How       string `json:"how"`           // "start": recorded when the session started the loop
-	Cwd       string `json:"cwd,omitempty"` // the hook's cwd when it was claimed
+	ClaimedAt string `json:"claimed_at"` // RFC 3339
+	How       string `json:"how"`        // "start": recorded when the session started the loop
 }
 
 // OwnerPath is the owner file of a state file.
@@ -89,8 +88,8 @@ func record(stateFile string, o Owner) (*Owner, error) {
 
 // sessionEnv names, per client, the variable through which the client
 // gives its shell tool the session_id its hooks see: Claude Code 2.1.330
-// sets CLAUDE_CODE_SESSION_ID; Codex 0.169.0 sets CODEX_THREAD_ID for its
-// exec tool (its hooks' session_id is the thread id); Gemini CLI 0.61.0
+// sets CLAUDE_CODE_SESSION_ID; Codex 0.169.0 sets CODEX_THREAD_ID (its
+// hooks' session_id is the thread id); Gemini CLI 0.61.0
 // sets GEMINI_SESSION_ID only for its hooks, so a loop started from its
 // shell tool has no owner (its hooks leave it alone).
 var sessionEnv = []struct {

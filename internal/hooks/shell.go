@@ -39,11 +39,24 @@ type shellScan struct {
 func shellWords(command string, getenv func(string) string) (words [][]char, unsure bool) {
 	s := &shellScan{getenv: getenv, vars: map[string]string{}}
 	rs := []rune(command)
+	var heredocs []heredoc // started on this line, their bodies follow it
 	for i := 0; i < len(rs) && !s.unsure; i++ {
 		c := rs[i]
 		switch {
 		case c == 0:
 			s.unsure = true
+		case c == '\n' && len(heredocs) > 0:
+			s.end()
+			i = s.heredocBodies(rs, i+1, heredocs) - 1
+			heredocs = nil
+		case c == '<' && i+2 < len(rs) && rs[i+1] == '<' && rs[i+2] != '<':
+			s.end()
+			var h heredoc
+			h, i = readHeredoc(rs, i+2)
+			if h.delim == "" {
+				s.unsure = true
+			}
+			heredocs = append(heredocs, h)
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			s.end()
 		case strings.ContainsRune(";|&<>()", c):
@@ -82,6 +95,65 @@ func shellWords(command string, getenv func(string) string) (words [][]char, uns
 	}
 	s.end()
 	return s.words, s.unsure
+}
+
+// heredoc is a here-document: its body is data for the command, neither
+// split into words nor globbed; unless its delimiter is quoted, the shell
+// expands $(...) and backquotes in it.
+type heredoc struct {
+	delim  string
+	quoted bool
+	dash   bool // <<-: leading tabs stripped
+}
+
+// readHeredoc reads the operator's delimiter from rs[i] (just after <<);
+// it returns the index of the delimiter's last character.
+func readHeredoc(rs []rune, i int) (heredoc, int) {
+	var h heredoc
+	if i < len(rs) && rs[i] == '-' {
+		h.dash = true
+		i++
+	}
+	for i < len(rs) && (rs[i] == ' ' || rs[i] == '\t') {
+		i++
+	}
+	var b strings.Builder
+	for ; i < len(rs) && !strings.ContainsRune(" \t\n;|&<>()", rs[i]); i++ {
+		if rs[i] == '\'' || rs[i] == '"' || rs[i] == '\\' {
+			h.quoted = true
+			continue
+		}
+		b.WriteRune(rs[i])
+	}
+	h.delim = b.String()
+	return h, i - 1
+}
+
+// heredocBodies skips the bodies of hs, which start at rs[i]; it returns
+// the index after the last one. An unquoted body that substitutes a command
+// makes the scan unsure.
+func (s *shellScan) heredocBodies(rs []rune, i int, hs []heredoc) int {
+	for _, h := range hs {
+		for i < len(rs) {
+			end := i
+			for end < len(rs) && rs[end] != '\n' {
+				end++
+			}
+			line := string(rs[i:end])
+			i = min(end+1, len(rs))
+			if h.dash {
+				line = strings.TrimLeft(line, "\t")
+			}
+			if line == h.delim {
+				break
+			}
+			if !h.quoted && (strings.Contains(line, "$(") || strings.Contains(line, "`")) {
+				s.unsure = true
+				return i
+			}
+		}
+	}
+	return i
 }
 
 func (s *shellScan) add(r rune, quoted bool) {
