@@ -55,6 +55,9 @@ type Options struct {
 	Isolation string
 	// KeepFailed keeps a failed attempt's worktree and branch for a look.
 	KeepFailed bool
+	// WorktreeDir is where the attempts' worktrees live, one folder per
+	// loop; default workspace.DefaultDir, in the user's cache folder.
+	WorktreeDir string
 	// Agents names each role's agent (role -> "claude (model sonnet)"),
 	// journaled when the run starts so that aot status can show it.
 	Agents map[string]string
@@ -363,6 +366,7 @@ func (e *engine) begin() error {
 	}
 	e.loadUsage(cp, after)
 	replayed := e.replay(after)
+	replayed += e.adoptMerges(context.Background())
 	e.startRun(map[string]any{"replayed": replayed})
 	e.clearPause()
 	e.applyBounds()
