@@ -47,7 +47,7 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 	short := strings.TrimPrefix(start.Branch, "refs/heads/")
 	keep := func(why, how string) (Landing, error) {
 		l.Message = fmt.Sprintf("%s left on branch %s: %s; to take it, %s", plural(n), m.intBranch, why, how)
-		return l, nil
+		return l, m.leaveBranch(ctx)
 	}
 	merge := "run `git merge " + m.intBranch + "` on " + short
 	if start.Branch == "" {
@@ -130,12 +130,20 @@ func (m *Manager) Leave(ctx context.Context, why string) (Landing, error) {
 		return l, m.finishRun(ctx)
 	}
 	l.Message = fmt.Sprintf("%s left on branch %s, not landed: %s; to take them anyway, run `git merge %s`", plural(n), m.intBranch, why, m.intBranch)
-	err = m.removeWorktree(ctx, m.root, m.intPath)
+	return l, m.leaveBranch(ctx)
+}
+
+// leaveBranch ends a run whose work stays on the integration branch: the
+// branch and the start record stay (a resumed run lands from them), the
+// integration worktree goes, so that the person may merge, rename or
+// delete the branch.
+func (m *Manager) leaveBranch(ctx context.Context) error {
+	err := m.removeWorktree(ctx, m.root, m.intPath)
 	m.started, m.history = false, nil
 	if err != nil {
-		return l, fmt.Errorf("workspace: leave: %w", err)
+		return fmt.Errorf("workspace: land: %w", err)
 	}
-	return l, nil
+	return nil
 }
 
 // inTheWay returns a file the commits from..to add or change that the
