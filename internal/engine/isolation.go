@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -83,8 +84,21 @@ func (e *engine) openIsolation(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	e.iso = &isolation{m: m}
+	if sensitiveDir(m.WorktreesDir()) {
+		e.say("warning: the worktrees are below a .git or .claude folder (%s), where Claude Code refuses every write; choose another folder with --worktree-dir", m.WorktreesDir())
+	}
 	e.say("isolation: a git worktree per worker attempt, merged into %s (worktrees in %s)", m.Branch(), m.WorktreesDir())
 	return 0, nil
+}
+
+// sensitiveDir reports whether dir is below a .git or .claude folder.
+func sensitiveDir(dir string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(dir), "/") {
+		if part == ".git" || part == ".claude" {
+			return true
+		}
+	}
+	return false
 }
 
 // mayStart reports whether a worker on a may start beside the workers
