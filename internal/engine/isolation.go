@@ -294,7 +294,11 @@ func (e *engine) adoptMerges(ctx context.Context) int {
 		return 0
 	}
 	last := map[string]journal.Event{}
+	recorded := map[string]bool{} // merge commits the journal already has
 	for _, ev := range events {
+		if c, _ := ev.Data["commit"].(string); ev.Type == journal.Merge && c != "" {
+			recorded[c] = true
+		}
 		switch {
 		case ev.Type == journal.Worktree && ev.Reason == mergingReason,
 			ev.Type == journal.Merge,
@@ -312,7 +316,9 @@ func (e *engine) adoptMerges(ctx context.Context) int {
 		}
 		number, _ := ev.Data["number"].(float64)
 		commit, _ := ev.Data["commit"].(string)
-		pending := ev.Type == journal.Worktree && int(number) == mg.Number ||
+		// Attempt numbers restart with each run: a merge the journal
+		// recorded belongs to an earlier attempt, never to this intent.
+		pending := ev.Type == journal.Worktree && int(number) == mg.Number && !recorded[mg.Commit] ||
 			ev.Type == journal.Merge && ev.OK != nil && *ev.OK && commit == mg.Commit
 		if !pending {
 			continue

@@ -240,7 +240,7 @@ func (m *Manager) Start(ctx context.Context) error {
 			}
 		}
 		if err := os.MkdirAll(m.loopDir, 0o700); err != nil {
-			return fmt.Errorf("workspace: %w", err)
+			return fmt.Errorf("workspace: the worktrees' folder (choose another with --worktree-dir): %w", err)
 		}
 		data, _ := json.Marshal(sp)
 		if err := writeFile(m.metaPath, data); err != nil {
