@@ -41,6 +41,7 @@ type runOptions struct {
 	argv          []string // the command line, for --detach
 	Isolation     string
 	KeepFailed    bool
+	WorktreeDir   string
 	CheckTimeout  time.Duration
 	Engine        string // local or temporal
 	TaskQueue     string // temporal: the workers' task queue
@@ -149,6 +150,7 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress lines, only the outcome")
 	f.StringVar(&opts.Isolation, "isolation", engine.IsolationAuto, "how workers are kept apart: auto (a git worktree per attempt in a git repository, else none), worktree, none (one worker at a time in the project root), shared (in parallel in the project root)")
 	f.BoolVar(&opts.KeepFailed, "keep-failed", false, "keep failed attempts' worktrees and branches for a look (aot status lists them)")
+	f.StringVar(&opts.WorktreeDir, "worktree-dir", os.Getenv("AOT_WORKTREE_DIR"), "where the attempts' worktrees live, one folder per loop (default: the user cache folder, aot/worktrees/<repository>-<hash>; env AOT_WORKTREE_DIR)")
 	f.StringVar(&opts.Engine, "engine", engineLocal, "local (this process coordinates) or temporal (a Temporal workflow, attempts on aot workers; TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE)")
 	f.StringVar(&opts.TaskQueue, "task-queue", "aot", "temporal: the task queue the aot workers poll")
 	f.StringVar(&opts.Remote, "remote", "origin", "temporal: the git remote the workers fetch from and push to")
@@ -183,6 +185,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		Isolation:     opts.Isolation,
 		CheckTimeout:  opts.CheckTimeout,
 		KeepFailed:    opts.KeepFailed,
+		WorktreeDir:   opts.WorktreeDir,
 	}
 	if isTerminal(opts.IO.In) {
 		eo.Confirm = confirmOnTerminal(opts.IO)

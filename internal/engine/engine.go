@@ -56,6 +56,9 @@ type Options struct {
 	Isolation string
 	// KeepFailed keeps a failed attempt's worktree and branch for a look.
 	KeepFailed bool
+	// WorktreeDir is where the attempts' worktrees live, one folder per
+	// loop; default workspace.DefaultDir, in the user's cache folder.
+	WorktreeDir string
 	// Agents names each role's agent (role -> "claude (model sonnet)"),
 	// journaled when the run starts so that aot status can show it.
 	Agents map[string]string
@@ -382,6 +385,7 @@ func (e *engine) begin() error {
 		return err
 	}
 	replayed := e.replay(after)
+	replayed += e.adoptMerges(context.Background())
 	e.startRun(map[string]any{"replayed": replayed})
 	e.clearPause()
 	e.applyBounds()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -58,7 +59,7 @@ func (e *engine) openIsolation(ctx context.Context) (int, error) {
 	default:
 		return 0, fmt.Errorf("unknown isolation %q (want auto, worktree, none or shared)", mode)
 	}
-	m, err := workspace.Open(ctx, e.opts.Workdir, workspace.Options{LoopID: e.s.Control.LoopID, KeepFailed: e.opts.KeepFailed, StateFile: e.opts.StateFile})
+	m, err := workspace.Open(ctx, e.opts.Workdir, workspace.Options{LoopID: e.s.Control.LoopID, KeepFailed: e.opts.KeepFailed, StateFile: e.opts.StateFile, Dir: e.opts.WorktreeDir})
 	if errors.Is(err, workspace.ErrNotGit) && mode == IsolationAuto {
 		e.say("not a git repository with a commit: workers run one at a time in the project root (git init and commit to run them in parallel, isolated)")
 		e.event(journal.Event{Type: journal.Workspace, Reason: "not a git repository: no isolation, one worker at a time"})
@@ -83,8 +84,21 @@ func (e *engine) openIsolation(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	e.iso = &isolation{m: m}
-	e.say("isolation: a git worktree per worker attempt, merged into %s", m.Branch())
+	if sensitiveDir(m.WorktreesDir()) {
+		e.say("warning: the worktrees are below a .git or .claude folder (%s), where Claude Code refuses every write; choose another folder with --worktree-dir", m.WorktreesDir())
+	}
+	e.say("isolation: a git worktree per worker attempt, merged into %s (worktrees in %s)", m.Branch(), m.WorktreesDir())
 	return 0, nil
+}
+
+// sensitiveDir reports whether dir is below a .git or .claude folder.
+func sensitiveDir(dir string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(dir), "/") {
+		if part == ".git" || part == ".claude" {
+			return true
+		}
+	}
+	return false
 }
 
 // mayStart reports whether a worker on a may start beside the workers
@@ -155,11 +169,25 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 	}
 	e.iso.merging.Lock()
 	msg := fmt.Sprintf("%s: %s", in.Atom.ID, firstLine(in.Atom.Description))
-	mr, merr := m.Finish(context.WithoutCancel(ctx), w, msg, res.Artifacts)
+	// The merge's intent is journaled, synced, before the merge: a run
+	// that dies during it finds, resumed, whether git holds the merge.
+	intent := func(commit string, changed []string) error {
+		err := e.jr.Append(journal.Event{Type: journal.Worktree, Atom: in.Atom.ID, Attempt: in.Attempt, Reason: mergingReason,
+			Data: map[string]any{"number": w.Number, "branch": w.Branch, "commit": commit, "changed": changed, "summary": res.Summary}})
+		if err == nil {
+			err = e.jr.Sync()
+		}
+		return err
+	}
+	mr, merr := m.FinishNoting(context.WithoutCancel(ctx), w, msg, res.Artifacts, intent)
 	e.iso.merging.Unlock()
 	a.merge = &mr
 	if merr != nil {
 		cleanup(false)
+		var left *workspace.LeftBranchError
+		if errors.As(merr, &left) {
+			return agent.Result{}, &agent.AttemptError{Reason: left.Error(), Usage: res.Usage}
+		}
 		return agent.Result{}, &agent.AttemptError{Reason: "could not merge the attempt: " + merr.Error(), Usage: res.Usage}
 	}
 	cleanup(!mr.Conflict)
@@ -212,16 +240,101 @@ func (e *engine) mergeOutcome(t *task, r *taskResult) (conflict string) {
 	return ""
 }
 
-// land puts the merged work where the person will find it.
-func (e *engine) land(ctx context.Context) string {
+// land puts the merged work where the person will find it: on the branch
+// the run started from when the loop completed (its base case passed);
+// otherwise it stays on the loop's branch.
+func (e *engine) land(ctx context.Context, out *Outcome) string {
 	if e.iso == nil {
 		return ""
 	}
-	l, err := e.iso.m.Land(context.WithoutCancel(ctx))
+	var l workspace.Landing
+	var err error
+	if out.Reason == Completed {
+		l, err = e.iso.m.Land(context.WithoutCancel(ctx))
+	} else {
+		l, err = e.iso.m.Leave(context.WithoutCancel(ctx), "the loop did not complete ("+string(out.Reason)+")")
+	}
 	if err != nil {
 		e.event(journal.Event{Type: journal.Landing, OK: journal.Bool(false), Reason: err.Error()})
 		return "the merged work could not be landed: " + err.Error()
 	}
 	e.event(journal.Event{Type: journal.Landing, OK: journal.Bool(true), Reason: l.Message})
 	return l.Message
+}
+
+// mergingReason marks the journaled intent of a merge.
+const mergingReason = "merging: the attempt is committed; its merge follows"
+
+// adoptMerges resolves the atoms whose merge an ended run made but did not
+// record: the last the journal says of the atom is a merge's intent (or its
+// merge, without the finish), and the integration branch holds a commit
+// carrying that attempt's trailers. Their work is taken as it is, never
+// merged again. It returns how many it adopted.
+func (e *engine) adoptMerges(ctx context.Context) int {
+	if e.iso == nil {
+		return 0
+	}
+	merged, err := e.iso.m.Merged(ctx)
+	if err != nil {
+		e.say("could not list the merges of the previous run: %v", err)
+		return 0
+	}
+	open := false
+	for _, mg := range merged {
+		if a := e.s.Atom(mg.Atom); a != nil && a.Status != state.StatusResolved {
+			open = true
+		}
+	}
+	if !open {
+		return 0
+	}
+	events, err := journal.Read(journal.PathFor(e.opts.StateFile))
+	if err != nil {
+		e.say("could not read the journal for the previous run's merges: %v", err)
+		return 0
+	}
+	last := map[string]journal.Event{}
+	recorded := map[string]bool{} // merge commits the journal already has
+	for _, ev := range events {
+		if c, _ := ev.Data["commit"].(string); ev.Type == journal.Merge && c != "" {
+			recorded[c] = true
+		}
+		switch {
+		case ev.Type == journal.Worktree && ev.Reason == mergingReason,
+			ev.Type == journal.Merge,
+			ev.Type == journal.AtomReset,
+			ev.Type == journal.AtomFinish && ev.Role == string(agent.Worker):
+			last[ev.Atom] = ev
+		}
+	}
+	n := 0
+	for _, mg := range merged {
+		a := e.s.Atom(mg.Atom)
+		ev, ok := last[mg.Atom]
+		if a == nil || a.Status == state.StatusResolved || !ok {
+			continue
+		}
+		number, _ := ev.Data["number"].(float64)
+		commit, _ := ev.Data["commit"].(string)
+		// Attempt numbers restart with each run: a merge the journal
+		// recorded belongs to an earlier attempt, never to this intent.
+		pending := ev.Type == journal.Worktree && int(number) == mg.Number && !recorded[mg.Commit] ||
+			ev.Type == journal.Merge && ev.OK != nil && *ev.OK && commit == mg.Commit
+		if !pending {
+			continue
+		}
+		summary, _ := ev.Data["summary"].(string)
+		a.Status = state.StatusResolved
+		_ = dag.Bind(e.s, a.ID, nonBlank(summary, "resolved by the worker"), mg.Changed)
+		e.event(journal.Event{Type: journal.AtomFinish, Atom: a.ID, Role: string(agent.Worker), Attempt: ev.Attempt, OK: journal.Bool(true),
+			Reason: "adopted: its merge was already on " + e.iso.m.Branch() + " when the previous run ended; not merged again",
+			Data:   map[string]any{"summary": summary, "artifacts": mg.Changed, "commit": mg.Commit}})
+		e.say("%s: adopted its merge %.12s, made before the previous run ended", a.ID, mg.Commit)
+		last[mg.Atom] = journal.Event{} // one adoption per atom
+		n++
+	}
+	if n > 0 {
+		dag.ResolveParents(e.s)
+	}
+	return n
 }

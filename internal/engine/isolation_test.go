@@ -24,7 +24,9 @@ func gitProject(t *testing.T, ids [][2]string, base string) (path, repo string) 
 		s.Objective.Constraints.MaxParallelAgents = 3
 	})
 	repo = ProjectRoot(path)
-	t.Setenv("HOME", t.TempDir())
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache")) // the worktrees
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	git(t, repo, "init", "-q", "-b", "main")
 	if err := os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("start\n"), 0o644); err != nil {
@@ -246,5 +248,68 @@ touch "$MARK/started-$AOT_ATOM_ID"; sleep 30`)
 	}
 	if br := git(t, repo, "branch", "--list", "aot-attempt/*"); strings.TrimSpace(br) != "" {
 		t.Fatalf("attempt branches left: %s", br)
+	}
+}
+
+// A merge the journal recorded belongs to the attempt that made it: when
+// the atom runs again (reopened by hand here) and the run dies after
+// journaling the new attempt's intent, the resumed run does not take the
+// old merge for the new attempt's, although attempt numbers restart with
+// each run; the atom runs again.
+func TestARecordedMergeIsNeverAdoptedForALaterAttempt(t *testing.T) {
+	path, repo := gitProject(t, [][2]string{{"A", ""}, {"B", "A"}}, "test -f A.txt && test -f B.txt")
+	mark := t.TempDir()
+	t.Setenv("MARK", mark)
+	ag := &agent.Exec{Command: "sh " + writeScript(t, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
+echo "$AOT_ATOM_ID" >> "$MARK/calls"
+[ "$AOT_ATOM_ID" = B ] && [ ! -e "$MARK/b-works" ] && { echo '{"success": false, "summary": "not yet"}'; exit 0; }
+echo "$AOT_ATOM_ID" >> "$AOT_ATOM_ID.txt"
+echo '{"success": true, "summary": "wrote it", "artifacts": ["'$AOT_ATOM_ID'.txt"]}'`)}
+	limit := func(o *Options) { o.Isolation = IsolationAuto; o.MaxParallel = 1 }
+	if _, err := state.NewStore(path).Update(func(s *state.State) error {
+		s.Objective.Constraints.MaxAttemptsPerAtom = 1
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out := runEngine(t, path, ag, limit); out.Reason == Completed {
+		t.Fatalf("the first run should stop on B: %+v", out)
+	}
+	loop := ""
+	if _, err := state.NewStore(path).Update(func(s *state.State) error {
+		loop = s.Control.LoopID
+		s.Objective.Constraints.MaxAttemptsPerAtom = 3
+		for i := range s.Atoms {
+			s.Atoms[i].Status, s.Atoms[i].Attempts = state.StatusPending, 0
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, repo, "log", "--format=%s", "aot/"+loop); !strings.Contains(got, "A: do A") {
+		t.Fatalf("A's first merge is not on the loop's branch:\n%s", got)
+	}
+	// What a run that died right after journaling A's next intent leaves.
+	jr, err := journal.Open(journal.PathFor(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = jr.Append(journal.Event{Type: journal.Worktree, Atom: "A", Attempt: 2, Reason: mergingReason, Data: map[string]any{"number": 1, "commit": "0123456789abcdef0123456789abcdef01234567"}})
+	if err := jr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(mark, "b-works"), nil, 0o644)
+	os.Remove(filepath.Join(mark, "calls"))
+	if out := runEngine(t, path, ag, limit); out.Reason != Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	for _, ev := range events(t, path, journal.AtomFinish) {
+		if strings.HasPrefix(ev.Reason, "adopted") {
+			t.Fatalf("an old merge was adopted: %+v", ev)
+		}
+	}
+	calls, _ := os.ReadFile(filepath.Join(mark, "calls"))
+	if got := strings.Count(string(calls), "A\n"); got != 1 {
+		t.Fatalf("A ran %d times in the resumed run, want once:\n%s", got, calls)
 	}
 }

@@ -589,7 +589,7 @@ func (e *engine) finish(out *Outcome) error {
 		e.paused = nil
 		_ = os.Remove(pausePath(e.opts.StateFile))
 	}
-	e.conclude(out, e.land(context.Background()))
+	e.conclude(out, e.land(context.Background(), out))
 	err := e.flush()
 	if cerr := e.jr.Close(); err == nil {
 		err = cerr

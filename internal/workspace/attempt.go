@@ -60,7 +60,7 @@ func (m *Manager) Create(ctx context.Context, a Attempt) error {
 	// One add at a time: two git processes creating branches and worktrees
 	// in one repository at once can fail on each other's locks.
 	m.addMu.Lock()
-	_, err := m.git(ctx, m.intPath, "worktree", "add", "-q", "-B", a.Branch, a.Path, head)
+	_, err := m.git(ctx, m.intPath, "worktree", "add", "-q", "--lock", "--reason", m.inUse(), "-B", a.Branch, a.Path, head)
 	m.addMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("workspace: create %s: %w", a.Branch, err)
@@ -69,6 +69,7 @@ func (m *Manager) Create(ctx context.Context, a Attempt) error {
 	m.mu.Lock()
 	m.bases[a.Branch] = head
 	m.mu.Unlock()
+	killPoint("create")
 	return nil
 }
 
@@ -79,6 +80,23 @@ func (m *Manager) Create(ctx context.Context, a Attempt) error {
 // (relative to a.Dir, or absolute). When the attempt conflicts with what was
 // merged since it was created, nothing is merged and Merge.Conflict is set.
 func (m *Manager) Finish(ctx context.Context, a Attempt, message string, claimed []string) (Merge, error) {
+	return m.FinishNoting(ctx, a, message, claimed, nil)
+}
+
+// FinishNoting is [Manager.Finish] that calls intent, when it is not nil,
+// once the attempt is committed and before anything is merged, with the
+// attempt's commit and the files it changed (relative to the project
+// folder): the caller journals the merge's intent there, so that a run that
+// dies during the merge can tell, resumed, whether it happened. When intent
+// returns an error nothing is merged.
+//
+// An attempt whose worktree left its branch (another branch checked out, a
+// detached HEAD, commits made on another branch) is not committed nor
+// merged: the error is a *[LeftBranchError].
+func (m *Manager) FinishNoting(ctx context.Context, a Attempt, message string, claimed []string, intent func(commit string, changed []string) error) (Merge, error) {
+	if err := m.onBranch(ctx, a); err != nil {
+		return Merge{}, err
+	}
 	m.mu.Lock()
 	base, ok := m.bases[a.Branch]
 	m.mu.Unlock()
@@ -96,6 +114,12 @@ func (m *Manager) Finish(ctx context.Context, a Attempt, message string, claimed
 	if len(changed) == 0 {
 		return mr, nil
 	}
+	if intent != nil {
+		if err := intent(commit, mr.Changed); err != nil {
+			return Merge{}, fmt.Errorf("workspace: finish %s: %w", a.Branch, err)
+		}
+	}
+	killPoint("commit")
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -126,6 +150,7 @@ func (m *Manager) Finish(ctx context.Context, a Attempt, message string, claimed
 	}
 	m.history = append(m.history, merged{head: newHead, changed: changed})
 	mr.Commit = newHead
+	killPoint("merge")
 	return mr, nil
 }
 
@@ -248,18 +273,22 @@ func (m *Manager) mergeTree(ctx context.Context, head, commit string) (string, [
 	return strings.TrimSpace(parts[0]), nil, nil
 }
 
-// advance moves the integration branch and its worktree to commit, a
-// descendant of the current head.
+// advance moves the integration branch to commit, a descendant of the
+// current head, then its worktree. The branch moves first, and only from the
+// head this manager knows: the commit is reachable from a ref of the loop
+// before anything else happens (a git gc --prune=now beside the loop cannot
+// remove it), and a branch someone else moved is never overwritten.
 func (m *Manager) advance(ctx context.Context, commit string) error {
-	if _, err := m.git(ctx, m.intPath, "merge", "-q", "--ff-only", "--no-stat", commit); err != nil {
-		// Something left files in the integration worktree that the merge
-		// would overwrite; it is only ever read, so they go.
-		if _, err := m.git(ctx, m.intPath, "reset", "-q", "--hard", commit); err != nil {
-			return err
-		}
-		m.protect.removeFrom(m.intPath)
+	if _, err := m.git(ctx, m.intPath, "update-ref", "-m", "aot: merge", "refs/heads/"+m.intBranch, commit, m.head); err != nil {
+		return err
 	}
 	m.head = commit
+	// The integration worktree is only ever read: it follows the branch,
+	// whatever was left in it.
+	if _, err := m.git(ctx, m.intPath, "reset", "-q", "--hard", commit); err != nil {
+		return err
+	}
+	m.protect.removeFrom(m.intPath)
 	return nil
 }
 
@@ -305,6 +334,8 @@ func (m *Manager) Abandon(ctx context.Context, a Attempt) (kept bool, err error)
 		return false, m.Remove(ctx, a)
 	}
 	reason := lockReason + " " + a.Atom + " #" + strconv.Itoa(a.Number)
+	// The worktree is locked while in use: its lock now says why it stays.
+	m.git(ctx, m.runDir(), "worktree", "unlock", a.Path)
 	if _, err := m.git(ctx, m.runDir(), "worktree", "lock", "--reason", reason, a.Path); err != nil {
 		return false, fmt.Errorf("workspace: keep %s: %w", a.Branch, err)
 	}

@@ -131,6 +131,20 @@ func (m *Manager) line(ctx context.Context, dir string, args ...string) (string,
 	return strings.TrimSpace(first), err
 }
 
+// path runs git and returns its output, a path, without the one newline
+// git ends it with: a path may itself end with or hold newlines.
+func (m *Manager) path(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := m.git(ctx, dir, args...)
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSuffix(string(out), "\n")
+	if p == "" {
+		return "", &GitError{Args: args, Dir: dir, Code: -1, Err: errors.New("no path in git's output")}
+	}
+	return p, nil
+}
+
 // splitZ splits NUL-terminated output.
 func splitZ(out []byte) []string {
 	var parts []string

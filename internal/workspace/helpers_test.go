@@ -20,6 +20,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("HOME", home)
 	os.Setenv("XDG_CONFIG_HOME", home)
+	os.Unsetenv("XDG_CACHE_HOME") // the worktrees go below HOME
 	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	os.Unsetenv("GIT_CONFIG_GLOBAL")
 	code := m.Run()

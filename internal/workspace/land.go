@@ -47,7 +47,7 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 	short := strings.TrimPrefix(start.Branch, "refs/heads/")
 	keep := func(why, how string) (Landing, error) {
 		l.Message = fmt.Sprintf("%s left on branch %s: %s; to take it, %s", plural(n), m.intBranch, why, how)
-		return l, nil
+		return l, m.leaveBranch(ctx)
 	}
 	merge := "run `git merge " + m.intBranch + "` on " + short
 	if start.Branch == "" {
@@ -88,6 +88,15 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 				return keep("your working tree has uncommitted changes, left as they were",
 					"commit or stash them, then "+merge)
 			}
+			inWay, err := m.inTheWay(ctx, cur, head)
+			if err != nil {
+				return Landing{}, fmt.Errorf("workspace: land: %w", err)
+			}
+			if inWay != "" {
+				return keep("your untracked or ignored file "+inWay+" is where the loop's work puts a file, left as it was",
+					"move it away, then "+merge)
+			}
+			killPoint("land")
 			if _, err := m.git(ctx, m.root, "merge", "-q", "--ff-only", "--no-stat", head); err != nil {
 				return keep("the fast-forward failed ("+err.Error()+")", merge)
 			}
@@ -98,6 +107,78 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 	l.Landed, l.Branch = true, short
 	l.Message = fmt.Sprintf("%s fast-forwarded onto %s (%.12s..%.12s)", plural(n), short, cur, head)
 	return l, m.finishRun(ctx)
+}
+
+// Leave ends a run that did not complete: its work, if any, stays on the
+// integration branch (kept for a resumed run, which lands it when the loop
+// completes), the integration worktree goes, and the message says how to
+// take the work. The person's branches and working tree are not touched.
+func (m *Manager) Leave(ctx context.Context, why string) (Landing, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started {
+		return Landing{}, errors.New("workspace: Leave before Start")
+	}
+	count, err := m.line(ctx, m.intPath, "rev-list", "--count", m.start.Head+".."+m.head)
+	if err != nil {
+		return Landing{}, fmt.Errorf("workspace: leave: %w", err)
+	}
+	n, _ := strconv.Atoi(count)
+	l := Landing{Branch: m.intBranch, Commits: n}
+	if n == 0 {
+		l.Message = "the loop committed nothing"
+		return l, m.finishRun(ctx)
+	}
+	l.Message = fmt.Sprintf("%s left on branch %s, not landed: %s; to take them anyway, run `git merge %s`", plural(n), m.intBranch, why, m.intBranch)
+	return l, m.leaveBranch(ctx)
+}
+
+// leaveBranch ends a run whose work stays on the integration branch: the
+// branch and the start record stay (a resumed run lands from them), the
+// integration worktree goes, so that the person may merge, rename or
+// delete the branch.
+func (m *Manager) leaveBranch(ctx context.Context) error {
+	err := m.removeWorktree(ctx, m.root, m.intPath)
+	m.started, m.history = false, nil
+	if err != nil {
+		return fmt.Errorf("workspace: land: %w", err)
+	}
+	return nil
+}
+
+// inTheWay returns a file the commits from..to add or change that the
+// person's working tree has but git does not track (untracked or ignored):
+// a fast-forward would overwrite it, ignored ones silently. "" when none.
+func (m *Manager) inTheWay(ctx context.Context, from, to string) (string, error) {
+	out, err := m.git(ctx, m.root, "diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=d", from, to)
+	if err != nil {
+		return "", err
+	}
+	files := splitZ(out)
+	if len(files) == 0 {
+		return "", nil
+	}
+	args := []string{"ls-files", "-z", "--"}
+	for _, f := range files {
+		args = append(args, ":(literal)"+f)
+	}
+	out, err = m.git(ctx, m.root, args...)
+	if err != nil {
+		return "", err
+	}
+	tracked := map[string]bool{}
+	for _, f := range splitZ(out) {
+		tracked[f] = true
+	}
+	for _, f := range files {
+		if tracked[f] {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(m.root, filepath.FromSlash(f))); err == nil || !os.IsNotExist(err) {
+			return f, nil
+		}
+	}
+	return "", nil
 }
 
 // dirty reports whether the person's working tree has changes to tracked

@@ -75,20 +75,21 @@ func (m *Manager) CleanOrphans(ctx context.Context, keep func(Attempt) bool) ([]
 	}
 	seen := map[string]bool{} // attempt names already decided
 	var orphans []Attempt
-	consider := func(a Attempt, locked bool) {
+	consider := func(a Attempt, kept bool) {
 		name := filepath.Base(a.Path)
 		if seen[name] {
 			return
 		}
 		seen[name] = true
-		if locked || (keep != nil && keep(a)) {
+		if kept || (keep != nil && keep(a)) {
 			return
 		}
 		orphans = append(orphans, a)
 	}
 	for _, w := range wts {
 		if filepath.Dir(w.path) == m.loopDir && w.path != m.intPath {
-			consider(m.attemptFrom(w.path, w.branch), w.locked)
+			// Worktrees in use are locked too: only a kept one stays.
+			consider(m.attemptFrom(w.path, w.branch), w.locked && strings.HasPrefix(w.reason, lockReason))
 		}
 	}
 	refs, err := m.git(ctx, dir, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/"+m.attemptRef)

@@ -56,7 +56,8 @@ type Options struct {
 	// branch (locked, listed by [Manager.Kept]) instead of removing them.
 	KeepFailed bool
 	// Dir is where worktrees live, one folder per loop. Default
-	// <git-common-dir>/aot-worktrees, outside the person's working tree.
+	// [DefaultDir]: outside the repository's .git folder, where agents
+	// refuse to write (Claude Code holds every file below .git/ sensitive).
 	Dir string
 	// StateFile is the engine's state file; it, files beside it that start
 	// with its name (lock, rejected copies) and the aot-loop folder beside it
@@ -127,15 +128,22 @@ func Open(ctx context.Context, projectRoot string, o Options) (*Manager, error) 
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	out, err := m.git(ctx, abs, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir")
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err != nil || len(lines) != 2 {
+	// One path per git process: a path may hold any character but NUL, a
+	// newline included, so two of them in one output cannot be told apart.
+	top, err := m.path(ctx, abs, "rev-parse", "--path-format=absolute", "--show-toplevel")
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("workspace: %w", ctx.Err())
 		}
 		return nil, fmt.Errorf("workspace: %s: %w", abs, ErrNotGit)
 	}
-	m.root, m.common = realPath(lines[0]), realPath(lines[1])
+	// From here on the project is in a git working tree: a failure is an
+	// error, never a reason to run without isolation.
+	common, err := m.path(ctx, abs, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	m.root, m.common = realPath(top), realPath(common)
 	if v, _ := m.line(ctx, abs, "version"); !versionAtLeast(v, 2, 38) {
 		return nil, fmt.Errorf("workspace: %s, need git 2.38 or later (merge-tree --write-tree): %w", v, ErrNotGit)
 	}
@@ -156,7 +164,7 @@ func Open(ctx context.Context, projectRoot string, o Options) (*Manager, error) 
 	}
 	dir := o.Dir
 	if dir == "" {
-		dir = filepath.Join(m.common, "aot-worktrees")
+		dir = DefaultDir(m.common)
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
@@ -175,10 +183,31 @@ func Open(ctx context.Context, projectRoot string, o Options) (*Manager, error) 
 	return m, nil
 }
 
+// DefaultDir is where the worktrees of the repository whose git common
+// directory is common live when Options.Dir is empty: in the user's cache
+// folder, one folder per repository, named after it and told apart by a hash
+// of its common directory, e.g. ~/.cache/aot/worktrees/project-1a2b3c4d5e6f.
+func DefaultDir(common string) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = filepath.Join(os.TempDir(), "aot-"+strconv.Itoa(os.Getuid()))
+	}
+	name := filepath.Base(common)
+	if name == ".git" {
+		name = filepath.Base(filepath.Dir(common))
+	}
+	name = strings.TrimSuffix(name, ".git")
+	sum := sha256.Sum256([]byte(common))
+	return filepath.Join(base, "aot", "worktrees", slug(name)+"-"+hex.EncodeToString(sum[:6]))
+}
+
 // IntegrationDir is the project's folder in the integration worktree: the
 // merged work so far, for probes, judges and the verifier, which must only
 // read it.
 func (m *Manager) IntegrationDir() string { return m.inProject(m.intPath) }
+
+// WorktreesDir is the folder of this loop's worktrees.
+func (m *Manager) WorktreesDir() string { return m.loopDir }
 
 // Branch is the integration branch (without refs/heads/).
 func (m *Manager) Branch() string { return m.intBranch }
@@ -211,7 +240,7 @@ func (m *Manager) Start(ctx context.Context) error {
 			}
 		}
 		if err := os.MkdirAll(m.loopDir, 0o700); err != nil {
-			return fmt.Errorf("workspace: %w", err)
+			return fmt.Errorf("workspace: the worktrees' folder (choose another with --worktree-dir): %w", err)
 		}
 		data, _ := json.Marshal(sp)
 		if err := writeFile(m.metaPath, data); err != nil {
@@ -221,9 +250,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	// A crash may have left the integration worktree half-updated or locked:
 	// it holds nothing the branch does not, so it is always made afresh.
 	m.removeWorktree(ctx, m.root, m.intPath)
-	args := []string{"worktree", "add", "-q", m.intPath, m.intBranch}
+	args := []string{"worktree", "add", "-q", "--lock", "--reason", m.inUse(), m.intPath, m.intBranch}
 	if branchHead == "" {
-		args = []string{"worktree", "add", "-q", "-b", m.intBranch, m.intPath, sp.Head}
+		args = []string{"worktree", "add", "-q", "--lock", "--reason", m.inUse(), "-b", m.intBranch, m.intPath, sp.Head}
 	}
 	if _, err := m.git(ctx, m.root, args...); err != nil {
 		return fmt.Errorf("workspace: integration worktree: %w", err)
