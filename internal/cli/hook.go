@@ -129,7 +129,7 @@ func hookRun(ctx context.Context, opts *hookOptions) error {
 	if token := opts.Getenv(hooks.GuardEnv); token != "" {
 		// This is the guard of a hook that runs a base-case check (see
 		// hooks.Answer): it started as the same command.
-		if hooks.Guard(opts.IO.In, token) != 0 {
+		if hooks.RunGuard(opts.IO.In, token) != 0 {
 			return reported(1)
 		}
 		return nil

@@ -79,11 +79,11 @@ func startGuard(argv []string) (done func(), err error) {
 	}, nil
 }
 
-// Guard is the whole life of a hook's guard: it waits for its stdin to
+// RunGuard is the whole life of a hook's guard: it waits for its stdin to
 // end, which happens when the hook exits however it exits, and unless the
 // hook said its check was done, kills every process carrying token. It
 // returns the exit code.
-func Guard(stdin io.Reader, token string) int {
+func RunGuard(stdin io.Reader, token string) int {
 	data, _ := io.ReadAll(stdin)
 	if bytes.Equal(data, []byte(guardDone)) {
 		return 0

@@ -570,6 +570,24 @@ func TestRecordOwner(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("owner file mode %v, %v; want 0600", fi.Mode(), err)
 	}
+	// Started again from a Codex session: that session owns it now.
+	codex := map[string]string{"CODEX_THREAD_ID": "thread-1"}
+	if ok, err := RecordOwner(path, func(k string) string { return codex[k] }, now); !ok || err != nil {
+		t.Fatalf("from a Codex session: %v, %v", ok, err)
+	}
+	if ow, _ := ReadOwner(path); !ow.owns(Codex, "thread-1") || ow.owns(Claude, "abc") {
+		t.Errorf("owner %+v, want the Codex thread", ow)
+	}
+	// Started again outside every session: nobody owns it.
+	if ok, err := RecordOwner(path, func(string) string { return "" }, now); ok || err != nil {
+		t.Fatalf("outside a session again: %v, %v", ok, err)
+	}
+	if ow, err := ReadOwner(path); ow != nil || err != nil {
+		t.Errorf("owner %+v, %v after a start outside every session; want none", ow, err)
+	}
+	if ok, err := RecordOwner(path, func(k string) string { return env[k] }, now); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
 	if err := os.WriteFile(OwnerPath(path), []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}

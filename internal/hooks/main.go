@@ -16,7 +16,7 @@ import (
 // wrong CLIENT or EVENT; an error gives no decision and a line on stderr.
 func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, getwd func() (string, error)) int {
 	if token := getenv(GuardEnv); token != "" {
-		return Guard(stdin, token)
+		return RunGuard(stdin, token)
 	}
 	args := argv[min(1, len(argv)):]
 	if len(args) != 2 || !validEvent(Client(args[0]), Event(args[1])) {

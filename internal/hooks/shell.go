@@ -65,8 +65,8 @@ func shellWords(command string, getenv func(string) string) (words [][]char, uns
 			}
 			s.end()
 		case c == '#' && !s.inWord:
-			for i < len(rs) && rs[i] != '\n' {
-				i++
+			for i+1 < len(rs) && rs[i+1] != '\n' {
+				i++ // the newline itself is read next: it may start a here-document's body
 			}
 		case c == '\\':
 			if i+1 < len(rs) {
@@ -316,7 +316,13 @@ func (l *loop) shellTouches(command, cwd string, getenv func(string) string) boo
 		if namesAny(strings.ToLower(text), names) || text == "eval" {
 			return true
 		}
+		if text == "popd" {
+			return true // back to a folder the command text does not name
+		}
 		if i > 0 && (string(runes(words[i-1])) == "cd" || string(runes(words[i-1])) == "pushd") && text != "" {
+			if text == "-" {
+				return true // $OLDPWD, which only the running shell knows
+			}
 			bases = append(bases, absFrom(cwd, text))
 		}
 		parts := [][]char{w}

@@ -114,6 +114,8 @@ func TestToolGuard(t *testing.T) {
 		{"bash backquotes", bash("rm -rf `printf .cl`aude"), false},
 		{"bash ANSI-C quoting", bash(`rm -rf $'\x2e'claude`), false},
 		{"bash eval", bash("eval rm -rf x"), false},
+		{"bash here-document after a comment", bash("cat > n.md <<'EOF' # notes\n* one\nEOF"), true},
+		{"bash cd - (a folder the text does not name)", bash("cd - && rm -rf x"), false},
 		{"bash through a link to .claude", bash("rm -rf cfg/aot-loop"), false},
 		{"bash through a link after cd", bash("cd src && rm -rf ../cfg"), false},
 	}
