@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/proc"
 )
 
@@ -67,6 +68,7 @@ func (p *Process) Run(ctx context.Context) ProcessResult {
 		Stderr:  errw,
 		Timeout: p.Timeout,
 		OnStart: agent.StartFunc(ctx),
+		Guard:   confine.From(ctx).For(p.Dir, "", p.Env),
 	}
 	start := time.Now()
 	res := c.Run(ctx)
@@ -96,19 +98,7 @@ func (r ProcessResult) Failure() *agent.AttemptError {
 }
 
 // StderrHint is the last line of stderr, quoted, or "".
-func (r ProcessResult) StderrHint() string {
-	s := strings.TrimSpace(string(r.Stderr))
-	if s == "" {
-		return ""
-	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return fmt.Sprintf("; its stderr ends: %q", s)
-}
+func (r ProcessResult) StderrHint() string { return agent.StderrHint(r.Stderr) }
 
 // lineWriter splits stdout into lines for OnLine and the log, keeping all
 // of it up to maxStdout (more fails the run, which kills the tree).

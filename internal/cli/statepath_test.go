@@ -17,6 +17,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/spf13/cobra"
+
+	"github.com/aot-loop/aot/internal/confine"
 )
 
 // stateCommands is every command that reads or writes the state file, with
@@ -94,6 +96,8 @@ func scriptCondition(cond string) (bool, error) {
 		return canMknod(), nil
 	case "temporal":
 		return temporalBuild, nil // aot-temporal's build, not aot's
+	case "landlock":
+		return confine.Probe().On, nil // the kernel can confine agents
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

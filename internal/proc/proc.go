@@ -230,6 +230,9 @@ type Cmd struct {
 	// OnStart, when set, is called with the tree right after the shell
 	// started, before any output is read.
 	OnStart func(Tree)
+	// Guard, when set, starts the shell under a guard process that kills
+	// the tree should this process die (see [Guard]). Ignored on Windows.
+	Guard *Guard
 }
 
 // Result is how a run ended. The tree is dead when Run returns.
@@ -282,6 +285,25 @@ func (c *Cmd) run(ctx, runCtx context.Context, res *Result) Result {
 		}
 	}()
 	var childFiles []*os.File // child ends, closed after Start
+	// inPipe makes a pipe the child reads and this process writes.
+	inPipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			childFiles = append(childFiles, r)
+			closers = append(closers, w)
+		}
+		return r, w, err
+	}
+
+	if c.Guard != nil && guarded {
+		// The lifeline: the guard reads its end until this process, the
+		// only holder of the other end, is gone.
+		r, _, err := inPipe()
+		if err != nil {
+			res.Err = err
+			return *res
+		}
+		c.Guard.wrap(cmd, r)
+	}
 
 	// Stdin.
 	var stdinW *os.File
@@ -297,13 +319,11 @@ func (c *Cmd) run(ctx, runCtx context.Context, res *Result) Result {
 	case *os.File:
 		cmd.Stdin = in
 	default:
-		r, w, err := os.Pipe()
+		r, w, err := inPipe()
 		if err != nil {
 			res.Err = err
 			return *res
 		}
-		childFiles = append(childFiles, r)
-		closers = append(closers, w)
 		cmd.Stdin, stdinW = r, w
 	}
 
