@@ -30,6 +30,10 @@ type Process struct {
 	Log     io.Writer
 	// OnLine gets each complete stdout line, without its newline.
 	OnLine func(line []byte)
+	// OwnSandbox says the CLI confines the commands it runs itself, with
+	// bubblewrap (Codex), which cannot set up its mounts inside a Landlock
+	// domain: its attempts run under the guard without Landlock.
+	OwnSandbox bool
 }
 
 // ProcessResult is how a CLI run ended.
@@ -59,6 +63,10 @@ func (p *Process) Run(ctx context.Context) ProcessResult {
 	for _, a := range p.Args {
 		script += " " + shellQuote(a)
 	}
+	guard := confine.From(ctx)
+	if p.OwnSandbox {
+		guard = guard.WithoutLandlock()
+	}
 	c := &proc.Cmd{
 		Script:  script,
 		Dir:     p.Dir,
@@ -68,7 +76,7 @@ func (p *Process) Run(ctx context.Context) ProcessResult {
 		Stderr:  errw,
 		Timeout: p.Timeout,
 		OnStart: agent.StartFunc(ctx),
-		Guard:   confine.From(ctx).For(p.Dir, "", p.Env),
+		Guard:   guard.For(p.Dir, "", p.Env),
 	}
 	start := time.Now()
 	res := c.Run(ctx)

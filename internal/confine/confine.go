@@ -51,6 +51,14 @@ func New(mode, exe string) *Guard {
 	return &Guard{Exe: exe, Status: Probe()}
 }
 
+// WithoutLandlock returns g that does not confine (nil if g is nil).
+func (g *Guard) WithoutLandlock() *Guard {
+	if g == nil || !g.Status.On {
+		return g
+	}
+	return &Guard{Exe: g.Exe, Status: Status{Why: "the agent runs in its own sandbox"}}
+}
+
 type guardKey struct{}
 
 // With returns a context whose agents run under g (nil: started directly).

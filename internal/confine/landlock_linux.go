@@ -24,12 +24,14 @@ func Probe() Status {
 	case v < minABI:
 		return Status{Why: fmt.Sprintf("this kernel's Landlock (ABI %d) is too old; ABI %d or later is needed", v, minABI)}
 	}
-	return Status{On: true, Why: fmt.Sprintf("Landlock (kernel ABI %d): agents write only in their workdir, its git folders, the temp folder, the state file's folder and their CLIs' folders", v)}
+	return Status{On: true, Why: fmt.Sprintf("Landlock (kernel ABI %d): agents write only in their workdir, its git folders, the temp folder, the state file's folder and their CLIs' folders (Codex keeps to its own sandbox)", v)}
 }
 
 // restrict confines this process and its future children: read and run
-// anything, write only under rw and /dev. Paths that do not exist are
-// left out. Network and signals are not restricted.
+// anything, write only under rw and /dev. Paths that do not exist are left
+// out. Network and signals are not restricted. Inside the domain mounts
+// cannot change, so a CLI that sandboxes itself with bubblewrap (Codex)
+// fails there: see Guard.WithoutLandlock.
 func restrict(rw []string) error {
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
