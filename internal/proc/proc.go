@@ -43,8 +43,9 @@
 //   - The shell gets Pdeathsig=SIGKILL: it dies with the process that started
 //     it (Linux delivers this when the starting OS thread exits; the Go
 //     runtime does not end idle threads, so in practice this is when the
-//     process dies). Its descendants are not killed by that; [KillTree] from
-//     a later process is how they are cleaned up.
+//     process dies). Its descendants are not killed by that: a [Guard] (set
+//     in [Cmd.Guard]) kills them all when the starting process dies, and
+//     [KillTree] from a later process cleans up what a guard could not.
 //
 // # Limits
 //
