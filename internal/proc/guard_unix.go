@@ -50,9 +50,13 @@ func Supervise(lifeline *os.File, argv []string) int {
 	}()
 	err := cmd.Wait()
 	sweeping.Lock()
-	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	var ws syscall.WaitStatus
+	ok := cmd.ProcessState != nil
+	if ok {
+		ws, ok = cmd.ProcessState.Sys().(syscall.WaitStatus)
+	}
 	switch {
-	case cmd.ProcessState == nil || !ok:
+	case !ok:
 		fmt.Fprintf(os.Stderr, "guard: %v\n", err)
 		return 127
 	case ws.Signaled():
