@@ -26,11 +26,12 @@ func newCmdAgentGuard() *cobra.Command {
 	}
 }
 
-// guardFor returns the guard aot run starts its agents under, for the
-// --confine mode: this very binary (on Linux through /proc/self/exe, which
-// still runs it if the file was replaced meanwhile).
-func guardFor(d *deps, mode string) *confine.Guard {
-	exe := d.self
+// guardFor returns the guard aot run (and aot worker) starts agents under,
+// for the --confine mode: this very binary (on Linux through
+// /proc/self/exe, which still runs it if the file was replaced meanwhile),
+// self being how it was started.
+func guardFor(self, mode string) *confine.Guard {
+	exe := self
 	if runtime.GOOS == "linux" {
 		if _, err := os.Stat("/proc/self/exe"); err == nil {
 			exe = "/proc/self/exe"

@@ -125,7 +125,7 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 			if opts.Confine != confine.ModeAuto && opts.Confine != confine.ModeOff {
 				return usagef("--confine %q: choose auto or off", opts.Confine)
 			}
-			opts.guard = guardFor(d, opts.Confine)
+			opts.guard = guardFor(d.self, opts.Confine)
 			if runF != nil {
 				return runF(opts)
 			}
