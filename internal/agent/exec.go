@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/proc"
 )
 
@@ -75,21 +76,23 @@ func (e *Exec) Run(ctx context.Context, t Task) (Result, error) {
 	}
 	stdout := &capBuffer{max: maxAnswer}
 	stderr := &truncWriter{w: log, max: maxStderr}
+	env := []string{
+		"AOT_ROLE=" + string(t.Role),
+		"AOT_ATOM_ID=" + t.Atom.ID,
+		"AOT_STATE_FILE=" + t.StateFile,
+		"AOT_ATTEMPT=" + strconv.Itoa(t.Attempt),
+		UsageFileEnv + "=" + usagePath,
+	}
 	c := &proc.Cmd{
-		Script: e.Command,
-		Dir:    t.Workdir,
-		Env: []string{
-			"AOT_ROLE=" + string(t.Role),
-			"AOT_ATOM_ID=" + t.Atom.ID,
-			"AOT_STATE_FILE=" + t.StateFile,
-			"AOT_ATTEMPT=" + strconv.Itoa(t.Attempt),
-			UsageFileEnv + "=" + usagePath,
-		},
+		Script:  e.Command,
+		Dir:     t.Workdir,
+		Env:     env,
 		Stdin:   bytes.NewReader(input),
 		Stdout:  stdout,
 		Stderr:  stderr,
 		Timeout: e.Timeout,
 		OnStart: startFunc(ctx),
+		Guard:   confine.From(ctx).For(t.Workdir, t.StateFile, env),
 	}
 	start := time.Now()
 	res := c.Run(ctx)
@@ -127,7 +130,7 @@ func (e *Exec) Run(ctx context.Context, t Task) (Result, error) {
 	case res.Err != nil:
 		return fail(fmt.Sprintf("agent could not be waited for: %v", res.Err))
 	case !res.State.Success():
-		return fail(fmt.Sprintf("agent exited with %s", res.State))
+		return fail(fmt.Sprintf("agent exited with %s%s", res.State, StderrHint(stderr.tail)))
 	}
 	r, err := Decode(t.Role, bytes.TrimSpace(stdout.buf))
 	if err != nil {
@@ -208,16 +211,42 @@ func (b *capBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// StderrHint is the last line of an agent's stderr tail, quoted after
+// "; its stderr ends: ", or "" when it wrote nothing: why a failed agent
+// failed, in its own words (a denied write, a missing tool).
+func StderrHint(tail []byte) string {
+	s := strings.TrimSpace(string(tail))
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return fmt.Sprintf("; its stderr ends: %q", s)
+}
+
+// maxStderrTail bounds the end of stderr kept for StderrHint.
+const maxStderrTail = 8 << 10
+
 // truncWriter passes the first max bytes to w, then a marker, then drops
-// the rest (without failing: a chatty stderr does not end an attempt).
+// the rest (without failing: a chatty stderr does not end an attempt). It
+// keeps the last maxStderrTail bytes in tail.
 type truncWriter struct {
 	w    io.Writer
 	max  int
 	n    int
 	done bool
+	tail []byte
 }
 
 func (t *truncWriter) Write(p []byte) (int, error) {
+	t.tail = append(t.tail, p...)
+	if len(t.tail) > maxStderrTail {
+		t.tail = t.tail[len(t.tail)-maxStderrTail:]
+	}
 	if t.done {
 		return len(p), nil
 	}

@@ -27,6 +27,7 @@ func TestExecAgentOutcomes(t *testing.T) {
 		{"missing key", `echo '{"summary": "done"}'`, `no "success" key`, false},
 		{"wrong type", `echo '{"success": "yes"}'`, "must be true or false", false},
 		{"non-zero exit", `echo '{"success": true}'; exit 3`, "exit status 3", false},
+		{"says why on stderr", `echo 'first'>&2; echo 'cannot create ../x: Permission denied' >&2; exit 2`, `agent exited with exit status 2; its stderr ends: "cannot create ../x: Permission denied"`, false},
 		{"crash", `kill -9 $$`, "signal: killed", false},
 		{"timeout", `sleep 30; echo '{"success": true}'`, "timed out", false},
 		{"empty output", `true`, "malformed answer", false},

@@ -91,6 +91,7 @@ func (c *Codex) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	p := &Process{
 		Bin: c.Bin, Args: c.args(t, schema), Env: c.Env, Dir: t.Workdir,
 		Stdin: []byte(text), Timeout: c.env.Timeout, Log: log, OnLine: s.line,
+		OwnSandbox: true,
 	}
 	pr := p.Run(ctx)
 	return s.outcome(t.Role, pr)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/proc"
 )
 
@@ -29,6 +30,10 @@ type Process struct {
 	Log     io.Writer
 	// OnLine gets each complete stdout line, without its newline.
 	OnLine func(line []byte)
+	// OwnSandbox says the CLI confines the commands it runs itself, with
+	// bubblewrap (Codex), which cannot set up its mounts inside a Landlock
+	// domain: its attempts run under the guard without Landlock.
+	OwnSandbox bool
 }
 
 // ProcessResult is how a CLI run ended.
@@ -58,6 +63,10 @@ func (p *Process) Run(ctx context.Context) ProcessResult {
 	for _, a := range p.Args {
 		script += " " + shellQuote(a)
 	}
+	guard := confine.From(ctx)
+	if p.OwnSandbox {
+		guard = guard.WithoutLandlock()
+	}
 	c := &proc.Cmd{
 		Script:  script,
 		Dir:     p.Dir,
@@ -67,6 +76,7 @@ func (p *Process) Run(ctx context.Context) ProcessResult {
 		Stderr:  errw,
 		Timeout: p.Timeout,
 		OnStart: agent.StartFunc(ctx),
+		Guard:   guard.For(p.Dir, "", p.Env),
 	}
 	start := time.Now()
 	res := c.Run(ctx)
@@ -96,19 +106,7 @@ func (r ProcessResult) Failure() *agent.AttemptError {
 }
 
 // StderrHint is the last line of stderr, quoted, or "".
-func (r ProcessResult) StderrHint() string {
-	s := strings.TrimSpace(string(r.Stderr))
-	if s == "" {
-		return ""
-	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return fmt.Sprintf("; its stderr ends: %q", s)
-}
+func (r ProcessResult) StderrHint() string { return agent.StderrHint(r.Stderr) }
 
 // lineWriter splits stdout into lines for OnLine and the log, keeping all
 // of it up to maxStdout (more fails the run, which kills the tree).

@@ -204,7 +204,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 		c.GroupID = "loop"
 		root.AddCommand(c)
 	}
-	root.AddCommand(newCmdVersion(d, g), newCmdDemoAgent(d))
+	root.AddCommand(newCmdVersion(d, g), newCmdDemoAgent(d), newCmdAgentGuard())
 	root.AddCommand(newCmdHook(d, g, nil))
 	return root
 }

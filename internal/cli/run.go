@@ -17,6 +17,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
+	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 
@@ -42,6 +43,7 @@ type runOptions struct {
 	Isolation     string
 	KeepFailed    bool
 	WorktreeDir   string
+	Confine       string // auto or off
 	CheckTimeout  time.Duration
 	Engine        string // local or temporal
 	TaskQueue     string // temporal: the workers' task queue
@@ -51,6 +53,7 @@ type runOptions struct {
 	// file is looked at: a usage error comes first.
 	agents    agent.Agent
 	agentsCfg backend.Config
+	guard     *confine.Guard
 }
 
 const runLong = `Run the loop until it halts: check that the state may start (a clear list
@@ -134,6 +137,10 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 			if err != nil {
 				return err
 			}
+			if opts.Confine != confine.ModeAuto && opts.Confine != confine.ModeOff {
+				return usagef("--confine %q: choose auto or off", opts.Confine)
+			}
+			opts.guard = guardFor(d.self, opts.Confine)
 			if runF != nil {
 				return runF(opts)
 			}
@@ -151,6 +158,7 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.StringVar(&opts.Isolation, "isolation", engine.IsolationAuto, "how workers are kept apart: auto (a git worktree per attempt in a git repository, else none), worktree, none (one worker at a time in the project root), shared (in parallel in the project root)")
 	f.BoolVar(&opts.KeepFailed, "keep-failed", false, "keep failed attempts' worktrees and branches for a look (aot status lists them)")
 	f.StringVar(&opts.WorktreeDir, "worktree-dir", os.Getenv("AOT_WORKTREE_DIR"), "where the attempts' worktrees live, one folder per loop (default: the user cache folder, aot/worktrees/<repository>-<hash>; env AOT_WORKTREE_DIR)")
+	f.StringVar(&opts.Confine, "confine", confine.ModeAuto, "auto (Linux with Landlock: agents may write only in their workdir, its git folders, the temp folder, the state file's folder and their CLIs' folders) or off")
 	f.StringVar(&opts.Engine, "engine", engineLocal, "local (this process coordinates) or temporal (a Temporal workflow, attempts on aot workers; TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE)")
 	f.StringVar(&opts.TaskQueue, "task-queue", "aot", "temporal: the task queue the aot workers poll")
 	f.StringVar(&opts.Remote, "remote", "origin", "temporal: the git remote the workers fetch from and push to")
@@ -186,6 +194,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		CheckTimeout:  opts.CheckTimeout,
 		KeepFailed:    opts.KeepFailed,
 		WorktreeDir:   opts.WorktreeDir,
+		Guard:         opts.guard,
 	}
 	if isTerminal(opts.IO.In) {
 		eo.Confirm = confirmOnTerminal(opts.IO)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/spf13/cobra"
+
+	"github.com/aot-loop/aot/internal/confine"
 )
 
 // stateCommands is every command that reads or writes the state file, with
@@ -49,7 +51,7 @@ var stateCommands = [][]string{
 }
 
 // Commands that take --state-file (every command does) but never touch it.
-var stateFree = []string{"aot serve", "aot worker", "aot demo", "aot demo-agent", "aot version", "aot verify command", "aot verify file"}
+var stateFree = []string{"aot serve", "aot worker", "aot demo", "aot demo-agent", "aot agent-guard", "aot version", "aot verify command", "aot verify file"}
 
 func TestStateCommandsAreAllListed(t *testing.T) {
 	d := &deps{io: newStreams(nil, &bytes.Buffer{}, &bytes.Buffer{}, func(string) string { return "" }), getenv: func(string) string { return "" }, now: time.Now}
@@ -94,6 +96,8 @@ func scriptCondition(cond string) (bool, error) {
 		return canMknod(), nil
 	case "temporal":
 		return temporalBuild, nil // aot-temporal's build, not aot's
+	case "landlock":
+		return confine.Probe().On, nil // the kernel can confine agents
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

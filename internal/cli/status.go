@@ -13,6 +13,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
+	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/history"
@@ -155,6 +156,9 @@ type statusDoc struct {
 	// Agents is each role's agent: as the last run journaled it, else as
 	// the agents file sets it.
 	Agents map[string]string `json:"agents"`
+	// Confinement says whether agents are confined to their workdir: as
+	// the last run journaled it, else as aot run would confine them here.
+	Confinement confine.Status `json:"confinement"`
 	// QuotaWaitUntil is set while the loop waits for the agent's quota to
 	// reset (RFC 3339).
 	QuotaWaitUntil string `json:"quota_wait_until,omitempty"`
@@ -222,12 +226,23 @@ func gatherStatus(io *streams, g *globalOptions, events int) (*statusView, error
 			doc.QuotaWaitUntil = ""
 		}
 		if ev.Type == journal.RunStart || ev.Type == journal.RunResume {
+			if m, ok := ev.Data["confinement"].(map[string]any); ok {
+				doc.Confinement.On, _ = m["on"].(bool)
+				doc.Confinement.Why, _ = m["why"].(string)
+			}
 			if m, ok := ev.Data["agents"].(map[string]any); ok {
 				doc.Agents = map[string]string{}
 				for k, v := range m {
 					doc.Agents[k], _ = v.(string)
 				}
 			}
+		}
+	}
+	if doc.Confinement.Why == "" {
+		if p := confine.Probe(); p.On {
+			doc.Confinement.Why = "no run yet; aot run would confine agents here with " + p.Why
+		} else {
+			doc.Confinement.Why = "no run yet; aot run could not confine agents here: " + p.Why
 		}
 	}
 	if doc.Agents == nil {
@@ -287,6 +302,7 @@ func writeStatus(io *streams, v *statusView) {
 	fmt.Fprintf(tw, "Progress\t%s %d/%d atoms resolved, %d unresolved\n", bar(doc.Atoms.Resolved, doc.Atoms.Total, 20), doc.Atoms.Resolved, doc.Atoms.Total, doc.Atoms.Unresolved)
 	fmt.Fprintf(tw, "Running\t%s\n", orDash(strings.Join(doc.Atoms.InProgress, ", ")))
 	fmt.Fprintf(tw, "Agents\t%s\n", agentsLine(doc.Agents))
+	fmt.Fprintf(tw, "Confined\t%s\n", confinedLine(doc.Confinement))
 	if kept := keptWorktrees(v.Events); len(kept) > 0 {
 		fmt.Fprintf(tw, "Kept attempts\t%s\n", strings.Join(kept, "; "))
 	}
@@ -322,6 +338,14 @@ func writeStatus(io *streams, v *statusView) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+// confinedLine says whether agents are confined, and why.
+func confinedLine(st confine.Status) string {
+	if st.On {
+		return "yes: " + st.Why
+	}
+	return "no: " + st.Why
 }
 
 // topSpenders names the atoms that cost the most.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
+	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/durable"
 	"github.com/aot-loop/aot/internal/prompt"
 )
@@ -191,6 +192,10 @@ func workerAgents(file backend.Config, flags agentChoice, getenv func(string) st
 		if dirs.Prompts != "" {
 			env.Prompts = prompt.Renderer{Dir: dirs.Prompts}
 		}
-		return backend.New(cfg, env)
+		a, err := backend.New(cfg, env)
+		if err != nil {
+			return nil, err
+		}
+		return guardedAgent{a, guardFor(selfPath(), confine.ModeAuto)}, nil
 	}
 }

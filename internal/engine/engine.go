@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/runlock"
@@ -66,7 +67,11 @@ type Options struct {
 	// check the judge passed holds (a terminal is attached). Unset, judged
 	// assertions are recorded as unconfirmed.
 	Confirm func(ctx context.Context, item, evidence string) (bool, error)
-	Now     func() time.Time
+	// Guard, when set, starts every agent attempt under a guard that kills
+	// its tree should the engine die and, if it says so, confines its
+	// writes; its status is journaled when the run starts.
+	Guard *confine.Guard
+	Now   func() time.Time
 }
 
 // DefaultAgentTimeout bounds one agent attempt when no timeout is given.
@@ -244,7 +249,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 		}
 		return Outcome{}, err
 	}
-	out := e.loop(ctx)
+	out := e.loop(confine.With(ctx, opts.Guard))
 	if err := e.finish(&out); err != nil {
 		return out, err
 	}
@@ -1106,11 +1111,17 @@ func lastChoice(g *state.ORGroup, id string) bool {
 
 // runData adds the run's agents to a run_start or run_resume event's data.
 func (e *engine) runData(d map[string]any) map[string]any {
-	if len(e.opts.Agents) == 0 {
+	if len(e.opts.Agents) == 0 && e.opts.Guard == nil {
 		return d
 	}
 	if d == nil {
 		d = map[string]any{}
+	}
+	if e.opts.Guard != nil {
+		d["confinement"] = e.opts.Guard.Status
+	}
+	if len(e.opts.Agents) == 0 {
+		return d
 	}
 	agents := map[string]any{}
 	for k, v := range e.opts.Agents {

@@ -43,8 +43,9 @@
 //   - The shell gets Pdeathsig=SIGKILL: it dies with the process that started
 //     it (Linux delivers this when the starting OS thread exits; the Go
 //     runtime does not end idle threads, so in practice this is when the
-//     process dies). Its descendants are not killed by that; [KillTree] from
-//     a later process is how they are cleaned up.
+//     process dies). Its descendants are not killed by that: a [Guard] (set
+//     in [Cmd.Guard]) kills them all when the starting process dies, and
+//     [KillTree] from a later process cleans up what a guard could not.
 //
 // # Limits
 //
@@ -230,6 +231,9 @@ type Cmd struct {
 	// OnStart, when set, is called with the tree right after the shell
 	// started, before any output is read.
 	OnStart func(Tree)
+	// Guard, when set, starts the shell under a guard process that kills
+	// the tree should this process die (see [Guard]). Ignored on Windows.
+	Guard *Guard
 }
 
 // Result is how a run ended. The tree is dead when Run returns.
@@ -282,6 +286,25 @@ func (c *Cmd) run(ctx, runCtx context.Context, res *Result) Result {
 		}
 	}()
 	var childFiles []*os.File // child ends, closed after Start
+	// inPipe makes a pipe the child reads and this process writes.
+	inPipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			childFiles = append(childFiles, r)
+			closers = append(closers, w)
+		}
+		return r, w, err
+	}
+
+	if c.Guard != nil && guarded {
+		// The lifeline: the guard reads its end until this process, the
+		// only holder of the other end, is gone.
+		r, _, err := inPipe()
+		if err != nil {
+			res.Err = err
+			return *res
+		}
+		c.Guard.wrap(cmd, r)
+	}
 
 	// Stdin.
 	var stdinW *os.File
@@ -297,13 +320,11 @@ func (c *Cmd) run(ctx, runCtx context.Context, res *Result) Result {
 	case *os.File:
 		cmd.Stdin = in
 	default:
-		r, w, err := os.Pipe()
+		r, w, err := inPipe()
 		if err != nil {
 			res.Err = err
 			return *res
 		}
-		childFiles = append(childFiles, r)
-		closers = append(closers, w)
 		cmd.Stdin, stdinW = r, w
 	}
 

@@ -21,6 +21,18 @@ func setAttrs(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
+// guardAttrs puts a guard in its own process group, without a parent-death
+// signal: it must outlive its starter to kill the tree.
+func guardAttrs(cmd *exec.Cmd) {
+	setGroup(cmd)
+	cmd.SysProcAttr.Pdeathsig = 0
+}
+
+// childAttrs makes a guard's child die with the guard.
+func childAttrs(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
 // becomeSubreaper makes this process adopt its orphaned descendants.
 func becomeSubreaper() {
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
