@@ -42,6 +42,7 @@ type runOptions struct {
 	Engine        string // local or temporal
 	TaskQueue     string // temporal: the workers' task queue
 	Remote        string // temporal: the git remote the workers use
+	Attach        string // temporal: a workflow id to reattach to on purpose
 
 	// The agents, built from the agents file and the flags before the state
 	// file is looked at: a usage error comes first.
@@ -138,11 +139,15 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.StringVar(&opts.Engine, "engine", engineLocal, "local (this process coordinates) or temporal (a Temporal workflow, attempts on aot workers; TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE)")
 	f.StringVar(&opts.TaskQueue, "task-queue", "aot", "temporal: the task queue the aot workers poll")
 	f.StringVar(&opts.Remote, "remote", "origin", "temporal: the git remote the workers fetch from and push to")
+	f.StringVar(&opts.Attach, "attach", "", "temporal: reattach to the workflow with this id, on purpose (its loop is projected into the state file)")
 	f.BoolVar(&opts.NoWait, "no-wait", false, "stop on a usage-limit answer (exit 10) instead of waiting for the quota's reset time")
 	return cmd
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {
+	if opts.Attach != "" && opts.Engine != engineTemporal {
+		return usagef("--attach names a Temporal workflow: use it with --engine temporal")
+	}
 	switch opts.Engine {
 	case engineTemporal:
 		return runTemporal(ctx, opts)

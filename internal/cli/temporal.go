@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -40,8 +39,9 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 		StateFile: opts.Global.StateFile, TaskQueue: opts.TaskQueue, Remote: opts.Remote,
 		Agent:       durable.AgentChoice{Agent: opts.Agent, Model: opts.Model, Command: opts.AgentCommand, Roles: rolesMap(opts.Roles)},
 		MaxParallel: opts.MaxParallel, MaxIterations: opts.MaxIterations, AgentTimeout: opts.AgentTimeout,
-		Address: os.Getenv("TEMPORAL_ADDRESS"), Namespace: os.Getenv("TEMPORAL_NAMESPACE"),
+		Attach: opts.Attach,
 	}
+	so.Address, so.Namespace = durable.Where()
 	m, attached, err := durable.Start(ctx, c, so)
 	if err != nil {
 		return err
@@ -51,10 +51,16 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "[temporal] %s\n", s)
 		}
 	}
-	if attached {
+	switch {
+	case opts.Attach != "":
+		say(fmt.Sprintf("attached to workflow %s on purpose (--attach): its loop is projected into %s", m.WorkflowID, opts.Global.StateFile))
+	case attached:
 		say(fmt.Sprintf("reattached to workflow %s (running since %s)", m.WorkflowID, m.Started.Format(time.RFC3339)))
-	} else {
+	default:
 		say(fmt.Sprintf("started workflow %s on task queue %s; integration branch %s on %s", m.WorkflowID, m.TaskQueue, m.Base, m.Repo))
+	}
+	if m.Note != "" {
+		say(m.Note)
 	}
 	// One line per journal event of the workflow, as a local run prints
 	// them, as they reach the local journal.

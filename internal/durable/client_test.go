@@ -42,12 +42,9 @@ func clientProject(t *testing.T, repo string) string {
 }
 
 func TestAotRunOnTemporalDetachesReattachesAndProjects(t *testing.T) {
-	addr := devServer(t)
-	repo, _ := newRemote(t, map[string]string{})
 	const queue = "client"
-	inProcessWorker(t, addr, queue, "w1")
-	inProcessWorker(t, addr, queue, "w2")
-	c := dialDev(t, addr)
+	c := twoWorkers(t, queue)
+	repo, _ := newRemote(t, map[string]string{})
 	sf := clientProject(t, repo)
 	// The agents wait for a file in the test's folder until it exists.
 	gate := filepath.Join(t.TempDir(), "go")
@@ -127,16 +124,9 @@ func TestAotRunOnTemporalDetachesReattachesAndProjects(t *testing.T) {
 		}
 	}
 	// Every atom's work is on the integration branch, merged once.
-	subjects := strings.Split(gitT(t, repo, "log", "--format=%s", m.Base), "\n")
 	for _, atom := range []string{"A", "B", "C", "D"} {
-		n := 0
-		for _, s := range subjects {
-			if s == "aot: merge atom "+atom {
-				n++
-			}
-		}
-		if n != 1 {
-			t.Errorf("atom %s merged %d times:\n%s", atom, n, strings.Join(subjects, "\n"))
+		if n := mergedTimes(t, repo, m.Base, atom); n != 1 {
+			t.Errorf("atom %s merged %d times:\n%s", atom, n, gitT(t, repo, "log", "--format=%B", m.Base))
 		}
 	}
 }
