@@ -115,6 +115,15 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 				}
 				opts.CheckTimeout = t
 			}
+			if opts.Attach != "" && opts.Engine != engineTemporal {
+				return usagef("--attach names a Temporal workflow: use it with --engine temporal")
+			}
+			if opts.Attach != "" { // the workflow has its agents
+				if runF != nil {
+					return runF(opts)
+				}
+				return runRun(cmd.Context(), opts)
+			}
 			var err error
 			opts.agents, opts.agentsCfg, err = buildAgents(opts.Global.StateFile, agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles, Command: opts.AgentCommand})
 			if err != nil {
@@ -145,9 +154,6 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {
-	if opts.Attach != "" && opts.Engine != engineTemporal {
-		return usagef("--attach names a Temporal workflow: use it with --engine temporal")
-	}
 	switch opts.Engine {
 	case engineTemporal:
 		return runTemporal(ctx, opts)
