@@ -507,3 +507,35 @@ func TestAttemptsUseTheProjectsPromptTemplates(t *testing.T) {
 		t.Errorf("templates the agents were built with (-want +got):\n%s", diff)
 	}
 }
+
+// The loop's own files (the state file, files beside it that start with
+// its name, the aot-loop folder) are never committed by a worker, nor
+// merged: the rule of a local run, from the same code.
+func TestAttemptNeverCommitsTheLoopsOwnFiles(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{"app/.claude/aot-loop-state.md": "the loop\n"})
+	a := newActivities(t)
+	in := attemptInput(repo, seed, "A", `echo mine > a.txt && echo overwritten > .claude/aot-loop-state.md && echo lock > .claude/aot-loop-state.md.lock && `+
+		`mkdir -p .claude/aot-loop && echo log > .claude/aot-loop/events.ndjson && echo '{"success": true, "artifacts": ["a.txt"]}'`)
+	in.Task.StateFile, in.Task.Workdir = "app/.claude/aot-loop-state.md", "app"
+	res, err := a.Attempt(context.Background(), in)
+	if err != nil || res.Commit == "" {
+		t.Fatalf("attempt: %+v %v", res, err)
+	}
+	if diff := cmp.Diff([]string{"a.txt"}, res.Files); diff != "" {
+		t.Errorf("files of the attempt (-want +got):\n%s", diff)
+	}
+	r, err := a.Merge(context.Background(), MergeInput{Repo: repo, Base: "main", Branch: in.Branch, Atom: "A", Project: "app", StateFile: in.Task.StateFile})
+	if err != nil || r.Conflict {
+		t.Fatalf("merge: %+v %v", r, err)
+	}
+	for _, commit := range []string{res.Commit, r.Commit} {
+		files := gitT(t, repo, "ls-tree", "-r", "--name-only", commit)
+		if got := gitT(t, repo, "show", commit+":app/.claude/aot-loop-state.md"); got != "the loop" || strings.Contains(files, "aot-loop/") || strings.Contains(files, ".lock") {
+			t.Errorf("commit %s holds the loop's own files: state %q\n%s", short(commit), got, files)
+		}
+		if got := gitT(t, repo, "show", commit+":app/a.txt"); got != "mine" {
+			t.Errorf("commit %s: app/a.txt = %q", short(commit), got)
+		}
+	}
+	noWorktrees(t, a)
+}
