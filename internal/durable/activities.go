@@ -264,11 +264,12 @@ func (a *Activities) Clean(ctx context.Context, in CleanInput) error {
 	if err != nil {
 		return err
 	}
-	var drop []workspace.RemoteUpdate
+	var errs []error
 	for name, commit := range branches {
 		if name != in.Keep {
-			drop = append(drop, workspace.RemoteUpdate{Ref: "refs/heads/" + name, Expect: commit})
+			// One push each: a branch that moved does not keep the others.
+			errs = append(errs, workspace.Push(ctx, c.dir, in.Repo, workspace.RemoteUpdate{Ref: "refs/heads/" + name, Expect: commit}))
 		}
 	}
-	return workspace.Push(ctx, c.dir, in.Repo, drop...)
+	return errors.Join(errs...)
 }
