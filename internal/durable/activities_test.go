@@ -539,3 +539,23 @@ func TestAttemptNeverCommitsTheLoopsOwnFiles(t *testing.T) {
 	}
 	noWorktrees(t, a)
 }
+
+// Clean deletes the loop's leftover atom branches from the remote, and no
+// other branch: not the integration branch, not another loop's.
+func TestCleanDeletesOnlyTheLoopsAtomBranches(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	for _, b := range []string{"aot/loop-1/integration", "aot/loop-1/A-1", "aot/loop-1/B-2", "aot/loop-10/A-1", "aot/other/A-1"} {
+		gitT(t, repo, "branch", b, seed)
+	}
+	a := newActivities(t)
+	if err := a.Clean(context.Background(), CleanInput{Repo: repo, Prefix: "aot/loop-1/", Keep: "aot/loop-1/integration"}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(gitT(t, repo, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/aot/"))
+	if diff := cmp.Diff([]string{"aot/loop-1/integration", "aot/loop-10/A-1", "aot/other/A-1"}, got); diff != "" {
+		t.Errorf("branches left (-want +got):\n%s", diff)
+	}
+	if err := a.Clean(context.Background(), CleanInput{Repo: repo, Prefix: "aot", Keep: ""}); err == nil {
+		t.Error("a prefix that is not a folder of branches was accepted")
+	}
+}
