@@ -86,12 +86,34 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 			verdict = opts.IO.status("completed")
 		}
 		fmt.Fprintf(opts.IO.Out, "%s (%s): %s\n", verdict, out.Reason, out.Message)
+	}
+	switch landing := landTemporal(opts, m, out); {
+	case opts.Global.JSON:
+	case landing != "":
+		fmt.Fprintln(opts.IO.Out, landing)
+	default:
 		fmt.Fprintf(opts.IO.Out, "the merged work is on branch %s of %s: git fetch %s %s && git merge FETCH_HEAD takes it\n", m.Base, m.Repo, opts.Remote, m.Base)
 	}
 	if out.ExitCode != 0 {
 		return reported(out.ExitCode)
 	}
 	return nil
+}
+
+// landTemporal lands a completed loop's work on the person's branch, as a
+// local run does, and says what it did ("" for a loop that did not
+// complete: its work stays on the remote's integration branch).
+func landTemporal(opts *runOptions, m durable.Marker, out *durable.Outcome) string {
+	if out.Reason != string(engine.Completed) || opts.Attach != "" {
+		return "" // another clone's loop, attached on purpose, lands there
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, err := durable.Land(ctx, opts.Global.StateFile, m)
+	if err != nil {
+		return fmt.Sprintf("the merged work could not be landed (%v); it is on branch %s of %s: git fetch %s %s && git merge FETCH_HEAD takes it", err, m.Base, m.Repo, opts.Remote, m.Base)
+	}
+	return l.Message
 }
 
 func rolesMap(roles []string) map[string]string {

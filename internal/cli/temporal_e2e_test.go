@@ -276,6 +276,15 @@ func TestTemporalTwoClonesWithDifferentGoalsFromTheCLI(t *testing.T) {
 			}
 		}
 	}
+	// Each completed loop's work landed on its own clone's branch.
+	for _, c := range []struct{ ws, file string }{{ws1, "A.txt"}, {ws2, "P.txt"}} {
+		if _, err := os.Stat(filepath.Join(c.ws, c.file)); err != nil {
+			t.Errorf("the loop's work did not land in %s: %v", c.ws, err)
+		}
+	}
+	if !strings.Contains(out1.String()+outAgain.String(), "fast-forwarded onto main") {
+		t.Errorf("aot run did not say where the work landed:\n%s", out1)
+	}
 	branches := strings.Fields(gitIn(t, remote, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/aot/"))
 	if len(branches) != 2 {
 		t.Errorf("branches on the remote: %q, want the two integration branches alone", branches)
@@ -289,6 +298,9 @@ func TestTemporalTwoClonesWithDifferentGoalsFromTheCLI(t *testing.T) {
 	}
 	if got, err := state.NewStore(sf2).Read(); err != nil || got.Objective.Goal != "files A and B" {
 		t.Errorf("after --attach, the second clone's state file: %v %q", err, got.Objective.Goal)
+	}
+	if _, err := os.Stat(filepath.Join(ws2, "A.txt")); err == nil {
+		t.Error("the attached loop's work landed in the clone that only followed it")
 	}
 	// --attach without the Temporal engine is a usage error.
 	bad, outBad := start("aot run --attach, local", ws2, "run", "--attach", id1)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -516,4 +517,43 @@ func Redirect(ctx context.Context, c client.Client, m Marker, ch engine.Change) 
 		return &engine.RefusedError{Err: err}
 	}
 	return nil
+}
+
+// Land brings a completed loop's work from the remote onto the branch the
+// person's clone has checked out, as a local run lands its own
+// (workspace.Manager.Land): the integration branch is fetched into the
+// loop's local branch aot/<workflow>, and the person's branch is
+// fast-forwarded only when it has not moved since and its working tree is
+// clean; otherwise the work stays on that local branch and the Landing's
+// message says how to take it. Call it only for a loop that completed.
+func Land(ctx context.Context, stateFile string, m Marker) (workspace.Landing, error) {
+	// Two aot run attached to one loop both see it complete: one lands,
+	// the other then finds nothing left to land.
+	if err := os.MkdirAll(journal.DirFor(stateFile), journal.DirMode); err != nil {
+		return workspace.Landing{}, err
+	}
+	lock := flock.New(filepath.Join(journal.DirFor(stateFile), "temporal.land.lock"))
+	if ok, err := lock.TryLockContext(ctx, 50*time.Millisecond); err != nil || !ok {
+		return workspace.Landing{}, fmt.Errorf("land: %w", errors.Join(err, ctx.Err()))
+	}
+	defer lock.Unlock()
+	root := state.ProjectRoot(stateFile)
+	wm, err := workspace.Open(ctx, root, workspace.Options{LoopID: m.WorkflowID, StateFile: stateFile})
+	if err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: %w", err)
+	}
+	if _, err := workspace.Git(ctx, root, "fetch", "--quiet", "--no-tags", m.Repo, "refs/heads/"+m.Base); err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: fetch %s: %w", m.Base, err)
+	}
+	out, err := workspace.Git(ctx, root, "rev-parse", "--verify", "FETCH_HEAD^{commit}")
+	if err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: %w", err)
+	}
+	if _, err := workspace.Git(ctx, root, "update-ref", "refs/heads/"+wm.Branch(), strings.TrimSpace(string(out))); err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: %w", err)
+	}
+	if err := wm.Start(ctx); err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: %w", err)
+	}
+	return wm.Land(ctx)
 }

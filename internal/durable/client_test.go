@@ -124,6 +124,20 @@ func TestAotRunOnTemporalDetachesReattachesAndProjects(t *testing.T) {
 		}
 	}
 	// Every atom's work is on the integration branch, merged once.
+	// The work lands on the clone's branch, as a local run's does.
+	l, err := Land(context.Background(), sf, m2)
+	if err != nil || !l.Landed {
+		t.Fatalf("landing: %+v %v", l, err)
+	}
+	work := filepath.Dir(filepath.Dir(sf))
+	for _, atom := range []string{"A", "B", "C", "D"} {
+		if data, err := os.ReadFile(filepath.Join(work, atom+".txt")); err != nil || strings.TrimSpace(string(data)) != atom {
+			t.Errorf("after the landing, %s.txt in the clone: %q %v", atom, data, err)
+		}
+	}
+	if st := gitT(t, work, "status", "--porcelain", "--untracked-files=no"); strings.Contains(st, ".txt") {
+		t.Errorf("the landing left the clone dirty:\n%s", st)
+	}
 	for _, atom := range []string{"A", "B", "C", "D"} {
 		if n := mergedTimes(t, repo, m.Base, atom); n != 1 {
 			t.Errorf("atom %s merged %d times:\n%s", atom, n, gitT(t, repo, "log", "--format=%B", m.Base))

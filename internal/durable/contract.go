@@ -116,17 +116,17 @@ type AttemptInput struct {
 // AttemptResult is the attempt's outcome; a failed attempt is a result, not
 // an activity error (activity errors are infrastructure: the worker died).
 type AttemptResult struct {
-	Result  agent.Result `json:"result"`
-	Kind    agent.Kind   `json:"kind,omitempty"` // why it failed; empty on success
-	Reason  string       `json:"reason,omitempty"`
-	Commit  string       `json:"commit,omitempty"` // the pushed commit on Branch; empty when nothing changed
-	Files   []string     `json:"files,omitempty"`  // what the commit changed, relative to the project's folder
+	Result agent.Result `json:"result"`
+	Kind   agent.Kind   `json:"kind,omitempty"` // why it failed; empty on success
+	Reason string       `json:"reason,omitempty"`
+	Commit string       `json:"commit,omitempty"` // the pushed commit on Branch; empty when nothing changed
+	Files  []string     `json:"files,omitempty"`  // what the commit changed, relative to the project's folder
 	// Unclaimed are changed files the agent did not name; Missing the
 	// names it gave that changed nothing (workspace.Merge's).
 	Unclaimed []string `json:"unclaimed,omitempty"`
 	Missing   []string `json:"missing,omitempty"`
-	Worker  string       `json:"worker"` // host and pid of the worker that ran it
-	Unknown bool         `json:"usage_unknown,omitempty"`
+	Worker    string   `json:"worker"` // host and pid of the worker that ran it
+	Unknown   bool     `json:"usage_unknown,omitempty"`
 	// RetryAfter is how long the provider asked to wait (rate limits).
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 }
