@@ -48,6 +48,7 @@ type runOptions struct {
 	Engine        string // local or temporal
 	TaskQueue     string // temporal: the workers' task queue
 	Remote        string // temporal: the git remote the workers use
+	Attach        string // temporal: a workflow id to reattach to on purpose
 
 	// The agents, built from the agents file and the flags before the state
 	// file is looked at: a usage error comes first.
@@ -132,6 +133,15 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 				}
 				opts.CheckTimeout = t
 			}
+			if opts.Attach != "" && opts.Engine != engineTemporal {
+				return usagef("--attach names a Temporal workflow: use it with --engine temporal")
+			}
+			if opts.Attach != "" { // the workflow has its agents
+				if runF != nil {
+					return runF(opts)
+				}
+				return runRun(cmd.Context(), opts)
+			}
 			var err error
 			opts.agents, opts.agentsCfg, err = buildAgents(opts.Global.StateFile, agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles, Command: opts.AgentCommand})
 			if err != nil {
@@ -163,6 +173,7 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.StringVar(&opts.TaskQueue, "task-queue", "aot", "temporal: the task queue the aot workers poll")
 	f.StringVar(&opts.Remote, "remote", "origin", "temporal: the git remote the workers fetch from and push to")
 	f.BoolVar(&opts.Detach, "detach", false, "start the engine in the background (its own session, output in the loop's folder: run.out) and return once it runs")
+	f.StringVar(&opts.Attach, "attach", "", "temporal: reattach to the workflow with this id, on purpose (its loop is projected into the state file)")
 	f.BoolVar(&opts.NoWait, "no-wait", false, "stop on a usage-limit answer (exit 10) instead of waiting for the quota's reset time")
 	return cmd
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -40,8 +39,9 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 		StateFile: opts.Global.StateFile, TaskQueue: opts.TaskQueue, Remote: opts.Remote,
 		Agent:       durable.AgentChoice{Agent: opts.Agent, Model: opts.Model, Command: opts.AgentCommand, Roles: rolesMap(opts.Roles)},
 		MaxParallel: opts.MaxParallel, MaxIterations: opts.MaxIterations, AgentTimeout: opts.AgentTimeout,
-		Address: os.Getenv("TEMPORAL_ADDRESS"), Namespace: os.Getenv("TEMPORAL_NAMESPACE"),
+		Attach: opts.Attach,
 	}
+	so.Address, so.Namespace = durable.Where()
 	m, attached, err := durable.Start(ctx, c, so)
 	if err != nil {
 		return err
@@ -51,10 +51,16 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "[temporal] %s\n", s)
 		}
 	}
-	if attached {
+	switch {
+	case opts.Attach != "":
+		say(fmt.Sprintf("attached to workflow %s on purpose (--attach): its loop is projected into %s", m.WorkflowID, opts.Global.StateFile))
+	case attached:
 		say(fmt.Sprintf("reattached to workflow %s (running since %s)", m.WorkflowID, m.Started.Format(time.RFC3339)))
-	} else {
+	default:
 		say(fmt.Sprintf("started workflow %s on task queue %s; integration branch %s on %s", m.WorkflowID, m.TaskQueue, m.Base, m.Repo))
+	}
+	if m.Note != "" {
+		say(m.Note)
 	}
 	// One line per journal event of the workflow, as a local run prints
 	// them, as they reach the local journal.
@@ -80,12 +86,34 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 			verdict = opts.IO.status("completed")
 		}
 		fmt.Fprintf(opts.IO.Out, "%s (%s): %s\n", verdict, out.Reason, out.Message)
+	}
+	switch landing := landTemporal(opts, m, out); {
+	case opts.Global.JSON:
+	case landing != "":
+		fmt.Fprintln(opts.IO.Out, landing)
+	default:
 		fmt.Fprintf(opts.IO.Out, "the merged work is on branch %s of %s: git fetch %s %s && git merge FETCH_HEAD takes it\n", m.Base, m.Repo, opts.Remote, m.Base)
 	}
 	if out.ExitCode != 0 {
 		return reported(out.ExitCode)
 	}
 	return nil
+}
+
+// landTemporal lands a completed loop's work on the person's branch, as a
+// local run does, and says what it did ("" for a loop that did not
+// complete: its work stays on the remote's integration branch).
+func landTemporal(opts *runOptions, m durable.Marker, out *durable.Outcome) string {
+	if out.Reason != string(engine.Completed) || opts.Attach != "" {
+		return "" // another clone's loop, attached on purpose, lands there
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, err := durable.Land(ctx, opts.Global.StateFile, m)
+	if err != nil {
+		return fmt.Sprintf("the merged work could not be landed (%v); it is on branch %s of %s: git fetch %s %s && git merge FETCH_HEAD takes it", err, m.Base, m.Repo, opts.Remote, m.Base)
+	}
+	return l.Message
 }
 
 func rolesMap(roles []string) map[string]string {

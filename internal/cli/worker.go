@@ -44,9 +44,11 @@ repository's git remote can run one, and any number can poll one queue.
 For each attempt it fetches the repository into a clone kept in its cache
 folder, checks the attempt's base commit out in a worktree of its own, runs
 the agent there (heartbeating to Temporal while it works; a cancelled
-attempt's agent is killed with its process tree), commits everything the
-agent changed and pushes it to the atom's branch. It also merges finished
-atoms into the loop's integration branch and runs the base case there.
+attempt's agent is killed with its process tree), commits what the agent
+changed as a local run commits it (never the loop's state file nor its
+aot-loop folder) and pushes it to the atom's branch. It also merges finished
+atoms into the loop's integration branch (deleting the atom's branch in the
+same push) and runs the base case there.
 A worker that dies loses only its running attempts: Temporal gives them to
 another worker once their heartbeats stop.
 

@@ -69,6 +69,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Attempt, activity.RegisterOptions{Name: AttemptActivity})
 	r.RegisterActivityWithOptions(a.Merge, activity.RegisterOptions{Name: MergeActivity})
 	r.RegisterActivityWithOptions(a.Verify, activity.RegisterOptions{Name: VerifyActivity})
+	r.RegisterActivityWithOptions(a.Clean, activity.RegisterOptions{Name: CleanActivity})
 }
 
 // DefaultHeartbeat is how often activities heartbeat; a workflow's
@@ -127,17 +128,19 @@ func (a *Activities) heartbeat(ctx context.Context, what string) (stop func()) {
 	}
 }
 
-// Attempt runs one agent attempt: a worktree of in.Repo at in.BaseCommit,
-// the agent in it (killed, its process tree with it, when the activity is
-// cancelled or its timeout passes), then, for a worker that succeeded,
-// everything it changed as one commit on in.BaseCommit force-pushed to
-// in.Branch (a retried attempt replaces what a dead worker pushed). The
-// worktree is removed however the attempt ends.
+// Attempt runs one agent attempt: the agent in a worktree of in.Repo at
+// in.BaseCommit (killed, its process tree with it, when the activity is
+// cancelled or its timeout passes); then, for a worker that succeeded,
+// what it changed is committed as a local run commits it (workspace:
+// never the engine's files, one commit on in.BaseCommit) and pushed to
+// in.Branch (a retried attempt replaces what a dead worker pushed).
+// Probes and planners read a checkout of in.BaseCommit, as a local run's
+// read the merged work. Everything is removed however the attempt ends.
 //
 // In the task, a relative Workdir or StateFile is taken inside the
-// worktree (the project's folder in the repository); an absolute Workdir,
+// checkout (the project's folder in the repository); an absolute Workdir,
 // which names a folder on the machine that started the loop, is replaced
-// by the worktree's root.
+// by the checkout's root.
 func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResult, error) {
 	res := AttemptResult{Worker: a.identity()}
 	if a.NewAgent == nil {
@@ -154,19 +157,33 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	if c.resolve(ctx, in.BaseCommit) == "" {
 		return res, nonRetryable(fmt.Errorf("%s has no commit %s", in.Repo, in.BaseCommit))
 	}
-	wt, err := a.addWorktree(ctx, c, in.BaseCommit)
+	sc, err := a.newScratch(ctx, c, in.BaseCommit)
 	if err != nil {
 		return res, err
 	}
-	defer wt.remove()
-
+	defer sc.remove()
+	project := ""
+	if !filepath.IsAbs(in.Task.Workdir) {
+		project = in.Task.Workdir
+	}
+	m, err := sc.manager(ctx, in.Loop, project, in.Task.StateFile)
+	if err != nil {
+		return res, err
+	}
 	task := in.Task
-	task.Workdir = wt.dir
-	if in.Task.Workdir != "" && !filepath.IsAbs(in.Task.Workdir) {
-		task.Workdir = filepath.Join(wt.dir, filepath.FromSlash(in.Task.Workdir))
+	root, wa := "", workspace.Attempt{}
+	if task.Role == agent.Worker {
+		wa = m.Plan(task.Atom.ID, task.Attempt)
+		if err := m.Create(ctx, wa); err != nil {
+			return res, err
+		}
+		root, task.Workdir = wa.Path, wa.Dir
+	} else {
+		task.Workdir = m.IntegrationDir()
+		root = rootOf(task.Workdir, project)
 	}
 	if task.StateFile != "" && !filepath.IsAbs(task.StateFile) {
-		task.StateFile = filepath.Join(wt.dir, filepath.FromSlash(task.StateFile))
+		task.StateFile = filepath.Join(root, filepath.FromSlash(task.StateFile))
 	}
 	ag, err := a.NewAgent(in.Agent, task.Role, a.dirsFor(in.Loop, task.StateFile))
 	if err != nil {
@@ -211,24 +228,48 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		return res, nil // nothing to keep: an answer, or a worker that said no
 	}
 
-	msg := strings.TrimSpace(r.Summary)
-	if msg == "" {
-		msg = "aot: atom " + task.Atom.ID
-	}
-	msg = workspace.CommitMessage(msg, in.Loop, task.Atom.ID, task.Attempt)
-	commit, files, err := wt.commitAll(ctx, in.BaseCommit, msg)
+	mr, err := m.Finish(ctx, wa, r.Summary, r.Artifacts)
 	if err != nil {
 		return res, fmt.Errorf("commit the attempt's work: %w", err)
 	}
-	if commit == "" {
-		return res, nil
+	res.Files, res.Unclaimed, res.Missing = mr.Changed, mr.Unclaimed, mr.Missing
+	if mr.Commit == "" {
+		return res, nil // it changed nothing: nothing to merge
 	}
 	if in.Branch == "" {
 		return res, nonRetryable(errors.New("no branch to push the attempt's work to"))
 	}
-	if _, err := workspace.Git(ctx, wt.dir, "push", "--quiet", "--no-verify", in.Repo, "+"+commit+":refs/heads/"+in.Branch); err != nil {
+	// The attempt's branch is this loop's alone; a retried attempt
+	// replaces what its dead predecessor pushed, and nothing else.
+	up := workspace.RemoteUpdate{Ref: "refs/heads/" + in.Branch, Commit: mr.Commit, Expect: c.remoteBranch(ctx, in.Branch)}
+	if err := workspace.Push(ctx, sc.repo, in.Repo, up); err != nil {
 		return res, fmt.Errorf("push %s: %w", in.Branch, err)
 	}
-	res.Commit, res.Files = commit, files
+	res.Commit = mr.Commit
 	return res, nil
+}
+
+// Clean deletes the branches of in.Repo under in.Prefix but in.Keep: the
+// atoms' branches a loop leaves when it ends. A branch that moved since it
+// was listed stays.
+func (a *Activities) Clean(ctx context.Context, in CleanInput) error {
+	if in.Prefix == "" || !strings.HasSuffix(in.Prefix, "/") {
+		return nonRetryable(fmt.Errorf("clean: %q is not a folder of branches", in.Prefix))
+	}
+	c, err := a.openClone(ctx, in.Repo)
+	if err != nil {
+		return err
+	}
+	branches, err := workspace.RemoteBranches(ctx, c.dir, in.Repo, in.Prefix)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for name, commit := range branches {
+		if name != in.Keep {
+			// One push each: a branch that moved does not keep the others.
+			errs = append(errs, workspace.Push(ctx, c.dir, in.Repo, workspace.RemoteUpdate{Ref: "refs/heads/" + name, Expect: commit}))
+		}
+	}
+	return errors.Join(errs...)
 }

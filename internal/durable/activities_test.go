@@ -179,7 +179,7 @@ func TestAttemptPushesTheWorkersCommitToTheAtomsBranch(t *testing.T) {
 	// worker that changed nothing pushes nothing.
 	in2 := attemptInput(repo, res.Commit, "A2", `test -f src/a.txt && echo '{"success": true}'`)
 	res2, err := a.Attempt(context.Background(), in2)
-	if err != nil || res2.Kind != "" || res2.Commit != "" || res2.Files != nil {
+	if err != nil || res2.Kind != "" || res2.Commit != "" || len(res2.Files) != 0 {
 		t.Fatalf("no change: %+v, %v", res2, err)
 	}
 	if got := branchOf(t, repo, in2.Branch); got != "" {
@@ -270,14 +270,18 @@ func TestMergesLandInOrderAndAConflictPushesNothing(t *testing.T) {
 	if diff := cmp.Diff([]string{"b.txt"}, r2.Files); diff != "" {
 		t.Errorf("files of the second merge (-want +got):\n%s", diff)
 	}
-	// Each merge is a merge commit whose second parent is the atom's work.
-	if got := gitT(t, repo, "rev-parse", r2.Commit+"^2"); got != branchOf(t, repo, b2) {
-		t.Errorf("second parent %s, want the branch %s", got, b2)
+	// Each merge is one commit on the tip, as a local run merges, and the
+	// atom's branch is gone from the remote.
+	if got := gitT(t, repo, "rev-parse", r2.Commit+"^"); got != r1.Commit {
+		t.Errorf("the merge's parent is %s, want the previous merge %s", got, r1.Commit)
 	}
-	if got := gitT(t, repo, "rev-parse", r2.Commit+"^1"); got != r1.Commit {
-		t.Errorf("first parent %s, want the previous merge %s", got, r1.Commit)
+	for _, b := range []string{b1, b2} {
+		if got := branchOf(t, repo, b); got != "" {
+			t.Errorf("branch %s is still on the remote after its merge", b)
+		}
 	}
-	// A Merge retried after its push went through merges nothing again.
+	// A Merge retried after its push went through merges nothing again:
+	// it finds its commit.
 	if again := merge(b2, "B"); again.Conflict || again.Commit != r2.Commit {
 		t.Errorf("merging %s again: %+v", b2, again)
 	}
@@ -297,20 +301,16 @@ func TestMergesLandInOrderAndAConflictPushesNothing(t *testing.T) {
 	if got := branchOf(t, repo, "main"); got != before {
 		t.Errorf("a conflict moved main from %s to %s", before, got)
 	}
-	log := gitT(t, repo, "log", "--format=%s", "main")
+	if got := branchOf(t, repo, b4); got != "" {
+		t.Errorf("the conflicting branch %s is still on the remote", b4)
+	}
+	log := gitT(t, repo, "log", "--format=%B", "main")
 	for _, atom := range []string{"A", "B", "C"} {
-		if n := strings.Count(log, "aot: merge atom "+atom+"\n") + boolInt(strings.HasSuffix(log, "aot: merge atom "+atom)); n != 1 {
+		if n := strings.Count(log, "Aot-Atom: "+atom+"\n"); n != 1 {
 			t.Errorf("atom %s merged %d times:\n%s", atom, n, log)
 		}
 	}
 	noWorktrees(t, a)
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Two workers merging at once: the push that loses the race is merged
@@ -445,11 +445,11 @@ func TestSweepRemovesWorktreesOfDeadWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := a.addWorktree(context.Background(), c, seed)
+	live, err := a.newScratch(context.Background(), c, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := a.addWorktree(context.Background(), c, seed)
+	dead, err := a.newScratch(context.Background(), c, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,8 +460,8 @@ func TestSweepRemovesWorktreesOfDeadWorkers(t *testing.T) {
 	if _, err := os.Stat(dead.dir); err == nil {
 		t.Error("the dead worker's worktree is still there")
 	}
-	if _, err := os.Stat(filepath.Join(live.dir, "README.md")); err != nil {
-		t.Errorf("the running activity's worktree was touched: %v", err)
+	if _, err := os.Stat(filepath.Join(live.repo, ".git")); err != nil {
+		t.Errorf("the running activity's repository was touched: %v", err)
 	}
 	live.remove()
 	noWorktrees(t, a)
@@ -505,5 +505,57 @@ func TestAttemptsUseTheProjectsPromptTemplates(t *testing.T) {
 	want := []string{`{{define "worker"}}our own worker prompt{{end}}`, `{{define "judge"}}our own judge prompt{{end}}`}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("templates the agents were built with (-want +got):\n%s", diff)
+	}
+}
+
+// The loop's own files (the state file, files beside it that start with
+// its name, the aot-loop folder) are never committed by a worker, nor
+// merged: the rule of a local run, from the same code.
+func TestAttemptNeverCommitsTheLoopsOwnFiles(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{"app/.claude/aot-loop-state.md": "the loop\n"})
+	a := newActivities(t)
+	in := attemptInput(repo, seed, "A", `echo mine > a.txt && echo overwritten > .claude/aot-loop-state.md && echo lock > .claude/aot-loop-state.md.lock && `+
+		`mkdir -p .claude/aot-loop && echo log > .claude/aot-loop/events.ndjson && echo '{"success": true, "artifacts": ["a.txt"]}'`)
+	in.Task.StateFile, in.Task.Workdir = "app/.claude/aot-loop-state.md", "app"
+	res, err := a.Attempt(context.Background(), in)
+	if err != nil || res.Commit == "" {
+		t.Fatalf("attempt: %+v %v", res, err)
+	}
+	if diff := cmp.Diff([]string{"a.txt"}, res.Files); diff != "" {
+		t.Errorf("files of the attempt (-want +got):\n%s", diff)
+	}
+	r, err := a.Merge(context.Background(), MergeInput{Repo: repo, Base: "main", Branch: in.Branch, Atom: "A", Project: "app", StateFile: in.Task.StateFile})
+	if err != nil || r.Conflict {
+		t.Fatalf("merge: %+v %v", r, err)
+	}
+	for _, commit := range []string{res.Commit, r.Commit} {
+		files := gitT(t, repo, "ls-tree", "-r", "--name-only", commit)
+		if got := gitT(t, repo, "show", commit+":app/.claude/aot-loop-state.md"); got != "the loop" || strings.Contains(files, "aot-loop/") || strings.Contains(files, ".lock") {
+			t.Errorf("commit %s holds the loop's own files: state %q\n%s", short(commit), got, files)
+		}
+		if got := gitT(t, repo, "show", commit+":app/a.txt"); got != "mine" {
+			t.Errorf("commit %s: app/a.txt = %q", short(commit), got)
+		}
+	}
+	noWorktrees(t, a)
+}
+
+// Clean deletes the loop's leftover atom branches from the remote, and no
+// other branch: not the integration branch, not another loop's.
+func TestCleanDeletesOnlyTheLoopsAtomBranches(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	for _, b := range []string{"aot/loop-1/integration", "aot/loop-1/A-1", "aot/loop-1/B-2", "aot/loop-10/A-1", "aot/other/A-1"} {
+		gitT(t, repo, "branch", b, seed)
+	}
+	a := newActivities(t)
+	if err := a.Clean(context.Background(), CleanInput{Repo: repo, Prefix: "aot/loop-1/", Keep: "aot/loop-1/integration"}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(gitT(t, repo, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/aot/"))
+	if diff := cmp.Diff([]string{"aot/loop-1/integration", "aot/loop-10/A-1", "aot/other/A-1"}, got); diff != "" {
+		t.Errorf("branches left (-want +got):\n%s", diff)
+	}
+	if err := a.Clean(context.Background(), CleanInput{Repo: repo, Prefix: "aot", Keep: ""}); err == nil {
+		t.Error("a prefix that is not a folder of branches was accepted")
 	}
 }

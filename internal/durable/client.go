@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -23,6 +24,7 @@ import (
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/workspace"
 )
 
 // The client side: aot run --engine temporal starts (or finds) the loop's
@@ -40,6 +42,9 @@ type Marker struct {
 	Repo       string    `json:"repo"`
 	Base       string    `json:"base"`
 	Started    time.Time `json:"started"`
+	// Note says what a start found and did about it (a loop going on
+	// from its integration branch's earlier work); not kept.
+	Note string `json:"-"`
 	// stateFile is where the marker was read or written.
 	stateFile string
 }
@@ -92,12 +97,34 @@ func writeMarker(stateFile string, m Marker) error {
 // ForgetMarker removes the marker once the workflow has ended.
 func ForgetMarker(stateFile string) { _ = os.Remove(markerPath(stateFile)) }
 
-// WorkflowID names the loop of a state file in a repository: one loop is
-// one workflow, whichever clone starts it.
-func WorkflowID(repo, stateFileInRepo string) string {
-	sum := sha256.Sum256([]byte(repo + "\x00" + filepath.ToSlash(stateFileInRepo)))
-	return "aot-" + hex.EncodeToString(sum[:])[:16]
+// WorkflowID names a loop's workflow after the loop's own id
+// (control.loop_id: new at a loop's first start, kept across its resumes)
+// and a digest of where it runs: this machine, this state file, this
+// namespace. Two clones, or two namespaces, whose state files carry the
+// same loop id (a state file committed with its id) never share a
+// workflow; a resumed loop finds its own again. Its branches on the remote
+// are named after it: aot/<id>/integration, aot/<id>/<atom>-<attempt>.
+func WorkflowID(loopID, namespace, stateFile string) string {
+	if namespace == "" {
+		namespace = client.DefaultNamespace
+	}
+	host, _ := os.Hostname()
+	abs, err := filepath.Abs(stateFile)
+	if err != nil {
+		abs = stateFile
+	}
+	sum := sha256.Sum256([]byte(host + "\x00" + abs + "\x00" + namespace))
+	return "aot-" + loopID + "-" + hex.EncodeToString(sum[:])[:8]
 }
+
+// ofLoop reports whether the workflow id names a workflow of loopID.
+func ofLoop(id, loopID string) bool {
+	return loopID != "" && strings.HasPrefix(id, "aot-"+loopID+"-")
+}
+
+// integrationBranch is the branch on the remote that a loop's workflow
+// merges into.
+func integrationBranch(workflowID string) string { return "aot/" + workflowID + "/integration" }
 
 // StartOptions are aot run's for the Temporal engine.
 type StartOptions struct {
@@ -110,6 +137,9 @@ type StartOptions struct {
 	AgentTimeout  time.Duration
 	Address       string // for the marker: where the client connected
 	Namespace     string
+	// Attach is a workflow to reattach to on purpose (aot run --attach
+	// ID), whichever loop it runs: its state is projected into StateFile.
+	Attach string
 }
 
 // ErrNoRemote: workers on other machines need a git remote to fetch from.
@@ -127,8 +157,12 @@ func git(dir string, args ...string) (string, error) {
 }
 
 // Start starts the loop's workflow, or finds it running (a second aot run
-// reattaches). The integration branch aot/<workflow>/integration is pushed to the
-// remote from the project's HEAD when the loop starts.
+// of the same state file reattaches). The loop's id is given to the state
+// file first, if it has none. The integration branch aot/<workflow>/integration
+// is pushed to the remote from the project's HEAD when the remote has no
+// such branch; when it has one, an earlier workflow of this same loop
+// merged there, and the loop goes on from its tip (Marker.Note says so).
+// No branch is ever forced: one that appears meanwhile refuses the start.
 func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, error) {
 	root := state.ProjectRoot(o.StateFile)
 	top, err := git(root, "rev-parse", "--show-toplevel")
@@ -143,44 +177,58 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	if err != nil {
 		return Marker{}, false, fmt.Errorf("%w (git remote %q: add one with git remote add %s URL)", ErrNoRemote, remote, remote)
 	}
+	if o.Attach != "" {
+		return attach(ctx, c, o, repo)
+	}
 	abs, _ := filepath.Abs(o.StateFile)
 	rel, err := filepath.Rel(top, abs)
 	if err != nil {
 		rel = abs
 	}
-	id := WorkflowID(repo, rel)
-	m := Marker{WorkflowID: id, Namespace: o.Namespace, Address: o.Address, TaskQueue: o.TaskQueue, Repo: repo, Base: "aot/" + id + "/integration", stateFile: o.StateFile}
-	// A running workflow of this loop: attach to it.
-	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil &&
-		d.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		m.RunID = d.WorkflowExecutionInfo.GetExecution().GetRunId()
-		m.Started = d.WorkflowExecutionInfo.GetStartTime().AsTime()
-		return m, true, writeMarker(o.StateFile, m)
-	}
-	data, err := os.ReadFile(o.StateFile)
+	store := state.NewStore(o.StateFile)
+	s, err := store.Read()
 	if err != nil {
 		return Marker{}, false, err
 	}
-	s, err := state.Parse(data)
-	if err != nil {
-		return Marker{}, false, err
+	if s.Control.LoopID != "" {
+		// A resumed loop: its own workflow, or the one a person attached
+		// this state file to (its loop id is then that workflow's).
+		ids := []string{WorkflowID(s.Control.LoopID, o.Namespace, o.StateFile)}
+		if mk, ok := ReadMarker(o.StateFile); ok && mk.WorkflowID != ids[0] && ofLoop(mk.WorkflowID, s.Control.LoopID) {
+			ids = append(ids, mk.WorkflowID)
+		}
+		for _, id := range ids {
+			if m, ok := running(ctx, c, id); ok {
+				m.Namespace, m.Address, m.TaskQueue, m.Repo, m.Base, m.stateFile = o.Namespace, o.Address, o.TaskQueue, repo, integrationBranch(id), o.StateFile
+				return m, true, writeMarker(o.StateFile, m)
+			}
+		}
 	}
 	if missing := s.Missing(); len(missing) > 0 {
 		return Marker{}, false, &engine.NotReadyError{Missing: missing}
 	}
+	if s, err = engine.EnsureLoopID(store); err != nil {
+		return Marker{}, false, err
+	}
+	id := WorkflowID(s.Control.LoopID, o.Namespace, o.StateFile)
+	m := Marker{WorkflowID: id, Namespace: o.Namespace, Address: o.Address, TaskQueue: o.TaskQueue, Repo: repo, Base: integrationBranch(id), stateFile: o.StateFile}
 	head, err := git(top, "rev-parse", "HEAD")
 	if err != nil {
 		return Marker{}, false, fmt.Errorf("the repository needs a commit: %w", err)
 	}
-	if _, err := git(top, "push", "--force", repo, head+":refs/heads/"+m.Base); err != nil {
-		return Marker{}, false, fmt.Errorf("push the integration branch: %w", err)
+	base, err := integrationBase(ctx, top, repo, m.Base, head)
+	if err != nil {
+		return Marker{}, false, err
+	}
+	if base != head {
+		m.Note = fmt.Sprintf("branch %s of %s already holds this loop's earlier work: the loop goes on from its tip %.12s", m.Base, repo, base)
 	}
 	s.Control.Status = state.ControlRunning
 	project, _ := filepath.Rel(top, root)
 	if project == "." || strings.HasPrefix(project, "..") {
 		project = ""
 	}
-	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: m.Base, BaseCommit: head, Agent: o.Agent,
+	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: m.Base, BaseCommit: base, Agent: o.Agent,
 		MaxParallel: o.MaxParallel, MaxIterations: o.MaxIterations, AgentTimeout: o.AgentTimeout,
 		Project: filepath.ToSlash(project), StateFile: filepath.ToSlash(rel)}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -199,6 +247,50 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	m.Started = time.Now()
 	_ = os.Remove(seqPath(o.StateFile)) // a new workflow numbers its events afresh
 	return m, false, writeMarker(o.StateFile, m)
+}
+
+// integrationBase is where the loop's integration branch starts: its tip
+// on the remote when it exists there (the loop's own, from an earlier
+// workflow of it), else head, pushed as a new branch, only if the remote
+// still has none.
+func integrationBase(ctx context.Context, dir, repo, branch, head string) (string, error) {
+	have, err := workspace.RemoteBranches(ctx, dir, repo, branch)
+	if err != nil {
+		return "", err
+	}
+	if tip := have[branch]; tip != "" {
+		return tip, nil
+	}
+	up := workspace.RemoteUpdate{Ref: "refs/heads/" + branch, Commit: head}
+	if err := workspace.Push(ctx, dir, repo, up); err != nil {
+		return "", fmt.Errorf("create the integration branch %s (never forced over a branch that appeared meanwhile): %w", branch, err)
+	}
+	return head, nil
+}
+
+// running returns a marker of workflow id when it runs.
+func running(ctx context.Context, c client.Client, id string) (Marker, bool) {
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil || d.WorkflowExecutionInfo.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return Marker{}, false
+	}
+	return Marker{WorkflowID: id, RunID: d.WorkflowExecutionInfo.GetExecution().GetRunId(), Started: d.WorkflowExecutionInfo.GetStartTime().AsTime()}, true
+}
+
+// attach reattaches the state file to the workflow o.Attach, on purpose:
+// the attached aot run projects that workflow's loop into the state file.
+func attach(ctx context.Context, c client.Client, o StartOptions, repo string) (Marker, bool, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, o.Attach, "")
+	if err != nil {
+		return Marker{}, false, fmt.Errorf("--attach %s: no such workflow in namespace %q: %w", o.Attach, o.Namespace, err)
+	}
+	info := d.WorkflowExecutionInfo
+	m := Marker{WorkflowID: o.Attach, RunID: info.GetExecution().GetRunId(), Started: info.GetStartTime().AsTime(),
+		Namespace: o.Namespace, Address: o.Address, TaskQueue: info.GetTaskQueue(), Repo: repo, Base: integrationBranch(o.Attach), stateFile: o.StateFile}
+	if m.TaskQueue == "" {
+		m.TaskQueue = o.TaskQueue
+	}
+	return m, true, writeMarker(o.StateFile, m)
 }
 
 // Query asks the workflow for its status, with the journal events it
@@ -425,4 +517,43 @@ func Redirect(ctx context.Context, c client.Client, m Marker, ch engine.Change) 
 		return &engine.RefusedError{Err: err}
 	}
 	return nil
+}
+
+// Land brings a completed loop's work from the remote onto the branch the
+// person's clone has checked out, as a local run lands its own
+// (workspace.Manager.Land): the integration branch is fetched into the
+// loop's local branch aot/<workflow>, and the person's branch is
+// fast-forwarded only when it has not moved since and its working tree is
+// clean; otherwise the work stays on that local branch and the Landing's
+// message says how to take it. Call it only for a loop that completed.
+func Land(ctx context.Context, stateFile string, m Marker) (workspace.Landing, error) {
+	// Two aot run attached to one loop both see it complete: one lands,
+	// the other then finds nothing left to land.
+	if err := os.MkdirAll(journal.DirFor(stateFile), journal.DirMode); err != nil {
+		return workspace.Landing{}, err
+	}
+	lock := flock.New(filepath.Join(journal.DirFor(stateFile), "temporal.land.lock"))
+	if ok, err := lock.TryLockContext(ctx, 50*time.Millisecond); err != nil || !ok {
+		return workspace.Landing{}, fmt.Errorf("land: %w", errors.Join(err, ctx.Err()))
+	}
+	defer lock.Unlock()
+	root := state.ProjectRoot(stateFile)
+	wm, err := workspace.Open(ctx, root, workspace.Options{LoopID: m.WorkflowID, StateFile: stateFile})
+	if err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: %w", err)
+	}
+	if _, err := workspace.Git(ctx, root, "fetch", "--quiet", "--no-tags", m.Repo, "refs/heads/"+m.Base); err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: fetch %s: %w", m.Base, err)
+	}
+	out, err := workspace.Git(ctx, root, "rev-parse", "--verify", "FETCH_HEAD^{commit}")
+	if err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: %w", err)
+	}
+	if _, err := workspace.Git(ctx, root, "update-ref", "refs/heads/"+wm.Branch(), strings.TrimSpace(string(out))); err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: %w", err)
+	}
+	if err := wm.Start(ctx); err != nil {
+		return workspace.Landing{}, fmt.Errorf("land: %w", err)
+	}
+	return wm.Land(ctx)
 }

@@ -42,12 +42,9 @@ func clientProject(t *testing.T, repo string) string {
 }
 
 func TestAotRunOnTemporalDetachesReattachesAndProjects(t *testing.T) {
-	addr := devServer(t)
-	repo, _ := newRemote(t, map[string]string{})
 	const queue = "client"
-	inProcessWorker(t, addr, queue, "w1")
-	inProcessWorker(t, addr, queue, "w2")
-	c := dialDev(t, addr)
+	c := twoWorkers(t, queue)
+	repo, _ := newRemote(t, map[string]string{})
 	sf := clientProject(t, repo)
 	// The agents wait for a file in the test's folder until it exists.
 	gate := filepath.Join(t.TempDir(), "go")
@@ -127,16 +124,23 @@ func TestAotRunOnTemporalDetachesReattachesAndProjects(t *testing.T) {
 		}
 	}
 	// Every atom's work is on the integration branch, merged once.
-	subjects := strings.Split(gitT(t, repo, "log", "--format=%s", m.Base), "\n")
+	// The work lands on the clone's branch, as a local run's does.
+	l, err := Land(context.Background(), sf, m2)
+	if err != nil || !l.Landed {
+		t.Fatalf("landing: %+v %v", l, err)
+	}
+	work := filepath.Dir(filepath.Dir(sf))
 	for _, atom := range []string{"A", "B", "C", "D"} {
-		n := 0
-		for _, s := range subjects {
-			if s == "aot: merge atom "+atom {
-				n++
-			}
+		if data, err := os.ReadFile(filepath.Join(work, atom+".txt")); err != nil || strings.TrimSpace(string(data)) != atom {
+			t.Errorf("after the landing, %s.txt in the clone: %q %v", atom, data, err)
 		}
-		if n != 1 {
-			t.Errorf("atom %s merged %d times:\n%s", atom, n, strings.Join(subjects, "\n"))
+	}
+	if st := gitT(t, work, "status", "--porcelain", "--untracked-files=no"); strings.Contains(st, ".txt") {
+		t.Errorf("the landing left the clone dirty:\n%s", st)
+	}
+	for _, atom := range []string{"A", "B", "C", "D"} {
+		if n := mergedTimes(t, repo, m.Base, atom); n != 1 {
+			t.Errorf("atom %s merged %d times:\n%s", atom, n, gitT(t, repo, "log", "--format=%B", m.Base))
 		}
 	}
 }

@@ -20,6 +20,7 @@ const (
 	AttemptActivity  = "aot.Attempt"
 	MergeActivity    = "aot.Merge"
 	VerifyActivity   = "aot.Verify"
+	CleanActivity    = "aot.Clean"
 	DefaultTaskQueue = "aot"
 	SignalPause      = "pause"
 	SignalResume     = "resume"
@@ -115,13 +116,17 @@ type AttemptInput struct {
 // AttemptResult is the attempt's outcome; a failed attempt is a result, not
 // an activity error (activity errors are infrastructure: the worker died).
 type AttemptResult struct {
-	Result  agent.Result `json:"result"`
-	Kind    agent.Kind   `json:"kind,omitempty"` // why it failed; empty on success
-	Reason  string       `json:"reason,omitempty"`
-	Commit  string       `json:"commit,omitempty"` // the pushed commit on Branch; empty when nothing changed
-	Files   []string     `json:"files,omitempty"`
-	Worker  string       `json:"worker"` // host and pid of the worker that ran it
-	Unknown bool         `json:"usage_unknown,omitempty"`
+	Result agent.Result `json:"result"`
+	Kind   agent.Kind   `json:"kind,omitempty"` // why it failed; empty on success
+	Reason string       `json:"reason,omitempty"`
+	Commit string       `json:"commit,omitempty"` // the pushed commit on Branch; empty when nothing changed
+	Files  []string     `json:"files,omitempty"`  // what the commit changed, relative to the project's folder
+	// Unclaimed are changed files the agent did not name; Missing the
+	// names it gave that changed nothing (workspace.Merge's).
+	Unclaimed []string `json:"unclaimed,omitempty"`
+	Missing   []string `json:"missing,omitempty"`
+	Worker    string   `json:"worker"` // host and pid of the worker that ran it
+	Unknown   bool     `json:"usage_unknown,omitempty"`
 	// RetryAfter is how long the provider asked to wait (rate limits).
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 }
@@ -132,6 +137,16 @@ type MergeInput struct {
 	Base   string `json:"base"`
 	Branch string `json:"branch"`
 	Atom   string `json:"atom"`
+	// Loop and Attempt name the merged commit's trailers (when empty, as a
+	// workflow of an earlier version leaves them: from Branch); Message is
+	// its message (the worker's summary).
+	Loop    string `json:"loop,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Project and StateFile, as in LoopInput: the engine's files there are
+	// never committed.
+	Project   string `json:"project,omitempty"`
+	StateFile string `json:"state_file,omitempty"`
 }
 
 // MergeResult is the integration branch after the merge, or a conflict
@@ -140,6 +155,14 @@ type MergeResult struct {
 	Commit   string   `json:"commit"`
 	Conflict bool     `json:"conflict"`
 	Files    []string `json:"files,omitempty"`
+}
+
+// CleanInput deletes the branches of Repo whose names start with Prefix,
+// except Keep.
+type CleanInput struct {
+	Repo   string `json:"repo"`
+	Prefix string `json:"prefix"`
+	Keep   string `json:"keep"`
 }
 
 // VerifyInput runs the base case on the integration branch's head, in

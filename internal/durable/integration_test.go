@@ -94,31 +94,44 @@ func landedOnce(t *testing.T, c client.Client, run client.WorkflowRun, repo, bas
 	if out.Reason != string(engine.Completed) || out.ExitCode != 0 {
 		t.Fatalf("outcome %+v, want completed", out)
 	}
-	subjects := strings.Split(gitT(t, repo, "log", "--format=%s", base), "\n")
 	for _, atom := range []string{"A", "B", "C", "D"} {
 		if got := gitT(t, repo, "show", base+":"+atom+".txt"); got != atom {
 			t.Errorf("%s:%s.txt = %q", base, atom, got)
 		}
-		n := 0
-		for _, s := range subjects {
-			if s == "aot: merge atom "+atom {
-				n++
-			}
-		}
-		if n != 1 {
-			t.Errorf("atom %s merged %d times into %s:\n%s", atom, n, base, strings.Join(subjects, "\n"))
+		if n := mergedTimes(t, repo, base, atom); n != 1 {
+			t.Errorf("atom %s merged %d times into %s", atom, n, base)
 		}
 	}
 }
 
-func TestLoopOnTwoWorkers(t *testing.T) {
+// mergedTimes counts the commits on branch's first-parent line that merged
+// atom (workspace's trailer Aot-Atom names it).
+func mergedTimes(t *testing.T, repo, branch, atom string) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(gitT(t, repo, "log", "--first-parent", "--format=%B", branch), "\n") {
+		if line == "Aot-Atom: "+atom {
+			n++
+		}
+	}
+	return n
+}
+
+// twoWorkers starts a dev server and two in-process workers polling
+// queue; it returns a client of the server.
+func twoWorkers(t *testing.T, queue string) client.Client {
+	t.Helper()
 	addr := devServer(t)
-	repo, seed := newRemote(t, map[string]string{})
-	const queue = "two-workers"
 	inProcessWorker(t, addr, queue, "w1")
 	inProcessWorker(t, addr, queue, "w2")
+	return dialDev(t, addr)
+}
+
+func TestLoopOnTwoWorkers(t *testing.T) {
+	const queue = "two-workers"
+	c := twoWorkers(t, queue)
+	repo, seed := newRemote(t, map[string]string{})
 	start := time.Now()
-	c := dialDev(t, addr)
 	run := startLoop(t, c, queue, repo, seed, writesItsFile(""))
 	landedOnce(t, c, run, repo, integration(run.GetID()))
 	t.Logf("the loop took %s", time.Since(start).Round(time.Millisecond))

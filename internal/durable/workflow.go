@@ -384,12 +384,19 @@ func (l *loop) attemptEnded(t *attempt) {
 	err := t.fut.Get(l.ctx, &r)
 	t.fut = nil
 	l.finished++
-	if err == nil && !t.discarded && t.Role == agent.Worker && r.Commit != "" && r.Kind == "" && r.Result.OK(agent.Worker) && agent.CheckBounds(r.Result) == nil {
+	worked := err == nil && !t.discarded && t.Role == agent.Worker && r.Kind == "" && r.Result.OK(agent.Worker) && agent.CheckBounds(r.Result) == nil
+	if worked && r.Commit != "" {
 		t.res = &r
 		l.merges = append(l.merges, t.ID)
 		return
 	}
-	l.done(t, finishedOf(r, err))
+	f := finishedOf(r, err)
+	if worked {
+		// It changed nothing: the Core sees it as a local run's merge of
+		// nothing, with what the agent claimed.
+		f.Merge = &workspace.Merge{Changed: r.Files, Unclaimed: r.Unclaimed, Missing: r.Missing}
+	}
+	l.done(t, f)
 }
 
 // finishedOf turns an attempt activity's end into the Core's terms: a
@@ -442,7 +449,8 @@ func (l *loop) startMerge() {
 			continue
 		}
 		l.merging = t
-		in := MergeInput{Repo: l.in.Repo, Base: l.in.Base, Branch: t.branch, Atom: t.Atom}
+		in := MergeInput{Repo: l.in.Repo, Base: l.in.Base, Branch: t.branch, Atom: t.Atom, Loop: l.id, Attempt: t.N,
+			Message: t.res.Result.Summary, Project: l.in.Project, StateFile: l.in.StateFile}
 		l.mergeF = workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, mergeOptions()), MergeActivity, in)
 	}
 }
@@ -463,7 +471,8 @@ func (l *loop) mergeEnded() {
 	if m.Commit != "" {
 		l.head = m.Commit
 	}
-	l.done(t, engine.Finished{Result: t.res.Result, Merge: &workspace.Merge{Commit: m.Commit, Conflict: m.Conflict, ConflictFiles: m.Files, Changed: t.res.Files}})
+	l.done(t, engine.Finished{Result: t.res.Result, Merge: &workspace.Merge{Commit: m.Commit, Conflict: m.Conflict, ConflictFiles: m.Files,
+		Changed: t.res.Files, Unclaimed: t.res.Unclaimed, Missing: t.res.Missing}})
 }
 
 // landMerges finishes the merges a stop finds queued or under way, so
@@ -515,9 +524,25 @@ func (l *loop) finish(out engine.Outcome) Outcome {
 		l.mergeEnded()
 	}
 	out = l.core.End(out, "the merged work is on branch "+l.in.Base+" of "+l.in.Repo)
+	l.cleanBranches()
 	o := Outcome{Reason: string(out.Reason), ExitCode: out.ExitCode, Message: out.Message}
 	l.outcome = &o
 	return o
+}
+
+// cleanBranches deletes the atoms' branches the loop leaves on the remote
+// (a stop's queued merges, attempts cancelled after their push): only the
+// integration branch stays. Workflows started before this step replay
+// without it.
+func (l *loop) cleanBranches() {
+	if workflow.GetVersion(l.ctx, "clean-branches", workflow.DefaultVersion, 1) < 1 || l.in.Repo == "" {
+		return
+	}
+	in := CleanInput{Repo: l.in.Repo, Prefix: "aot/" + l.id + "/", Keep: l.in.Base}
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, cleanOptions()), CleanActivity, in).Get(l.ctx, nil)
+	if err != nil {
+		l.Say("the atoms' branches could not be deleted from " + l.in.Repo + ": " + err.Error())
+	}
 }
 
 func outcomeOf(r engine.Reason, msg string) Outcome {
@@ -572,6 +597,13 @@ func mergeOptions() workflow.ActivityOptions {
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    attemptHeartbeat,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5},
+	}
+}
+
+func cleanOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 3},
 	}
 }
 

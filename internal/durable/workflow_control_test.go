@@ -153,6 +153,12 @@ func TestWorkflowCancelIsAManualStop(t *testing.T) {
 	if cancelled != 2 {
 		t.Errorf("%d attempts cancelled, want 2", cancelled)
 	}
+	// A stop leaves no atom's branch on the remote: the workflow deletes
+	// every branch under its own prefix but the integration branch.
+	want := []CleanInput{{Repo: "git@example.com:r.git", Prefix: "aot/loop-1/", Keep: "aot/loop-1"}}
+	if len(w.cleaned) != 1 || w.cleaned[0] != want[0] {
+		t.Errorf("branch cleanups %+v, want %+v", w.cleaned, want)
+	}
 	s, _ := r.final(t)
 	if s.Control.Status != state.ControlStopped || s.Atom("A").Status != state.StatusPending || s.Control.StopReason == nil || *s.Control.StopReason != out.Message {
 		t.Errorf("control %+v, A %+v", s.Control, s.Atom("A"))

@@ -26,6 +26,11 @@ import (
 
 const historyDir = "testdata/history"
 
+// recordedAs names the histories TestWorkflowRecordHistory writes: the
+// workflow's latest change of commands (loop-run*.json are from before
+// the atoms' branches were deleted at the end).
+const recordedAs = "clean-branches"
+
 func TestWorkflowReplaysRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))
 	if err != nil || len(files) == 0 {
@@ -76,6 +81,7 @@ func TestWorkflowRecordHistory(t *testing.T) {
 	wk.RegisterActivityWithOptions(w.attempt, activity.RegisterOptions{Name: AttemptActivity})
 	wk.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: MergeActivity})
 	wk.RegisterActivityWithOptions(w.verify, activity.RegisterOptions{Name: VerifyActivity})
+	wk.RegisterActivityWithOptions(w.clean, activity.RegisterOptions{Name: CleanActivity})
 	if err := wk.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +130,9 @@ func TestWorkflowRecordHistory(t *testing.T) {
 	if err := os.MkdirAll(historyDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	old, _ := filepath.Glob(filepath.Join(historyDir, "*.json"))
+	// The histories of earlier versions of the workflow stay: loops they
+	// recorded may still be in flight, and must replay.
+	old, _ := filepath.Glob(filepath.Join(historyDir, recordedAs+"-run*.json"))
 	for _, f := range old {
 		_ = os.Remove(f)
 	}
@@ -135,7 +143,7 @@ func TestWorkflowRecordHistory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(historyDir, fmt.Sprintf("loop-run%d.json", n)), js, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(historyDir, fmt.Sprintf("%s-run%d.json", recordedAs, n)), js, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		runID = next

@@ -43,6 +43,7 @@ type world struct {
 	// conflict decides a merge's conflict; nil: none.
 	conflict func(in MergeInput) bool
 	passed   bool
+	cleaned  []CleanInput // the loop's branch cleanups
 }
 
 func newWorld() *world { return &world{passed: true} }
@@ -87,6 +88,13 @@ func (w *world) merge(ctx context.Context, in MergeInput) (MergeResult, error) {
 	return MergeResult{Commit: fmt.Sprintf("head-%d", w.head)}, nil
 }
 
+func (w *world) clean(ctx context.Context, in CleanInput) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cleaned = append(w.cleaned, in)
+	return nil
+}
+
 func (w *world) verify(ctx context.Context, in VerifyInput) (VerifyResult, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -127,6 +135,7 @@ func (w *world) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterActivityWithOptions(w.attempt, activity.RegisterOptions{Name: AttemptActivity})
 	env.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: MergeActivity})
 	env.RegisterActivityWithOptions(w.verify, activity.RegisterOptions{Name: VerifyActivity})
+	env.RegisterActivityWithOptions(w.clean, activity.RegisterOptions{Name: CleanActivity})
 }
 
 // loopState builds a state file's bytes.

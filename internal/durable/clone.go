@@ -1,7 +1,6 @@
 package durable
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,12 +18,20 @@ import (
 
 // A worker's cache folder holds:
 //
-//	repos/<slug>/        one clone per repository (git clone --no-checkout)
-//	repos/<slug>.lock    held while the clone is fetched or its worktrees change
-//	work/wt-*/           one worktree per running activity
-//	work/wt-*.lock       held while the activity runs: a worktree whose lock
-//	                     nobody holds is left by a worker that died
+//	repos/<slug>/        one clone per repository (git clone --no-checkout),
+//	                     fetched before each activity: the objects every
+//	                     activity's repository shares
+//	repos/<slug>.lock    held while the clone is fetched
+//	work/wt-*/           one repository per running activity (git clone
+//	                     --shared of the clone: nothing copied) and the
+//	                     worktrees a workspace.Manager makes in it
+//	work/wt-*.lock       held while the activity runs: a folder whose lock
+//	                     nobody holds was left by a worker that died
 //	logs/<loop>/         the agents' logs, one file per attempt
+//
+// The commits, merges and checkouts themselves are workspace's, as in a
+// local run: the engine's own files are never committed, the same
+// conflict rule holds, the same trailers name loop, atom and attempt.
 
 // cleanupTimeout bounds the cleanup that goes on after an activity's
 // context has ended: a cancelled attempt must still leave nothing behind.
@@ -32,23 +39,6 @@ const cleanupTimeout = time.Minute
 
 // lockPoll is how often a busy lock is tried again.
 const lockPoll = 20 * time.Millisecond
-
-// gitLine runs git in dir and returns its output, trimmed.
-func gitLine(ctx context.Context, dir string, args ...string) (string, error) {
-	out, err := workspace.Git(ctx, dir, args...)
-	return strings.TrimSpace(string(out)), err
-}
-
-// nulSplit splits git's -z output.
-func nulSplit(out []byte) []string {
-	var parts []string
-	for _, p := range bytes.Split(out, []byte{0}) {
-		if s := strings.TrimPrefix(string(p), "\n"); s != "" {
-			parts = append(parts, s)
-		}
-	}
-	return parts
-}
 
 // nameFor makes a folder name of s: readable, and distinct for distinct s.
 func nameFor(s string) string {
@@ -139,22 +129,32 @@ func (c *clone) fetchHeld(ctx context.Context) error {
 
 // resolve returns the commit rev names in the clone, "" when it has none.
 func (c *clone) resolve(ctx context.Context, rev string) string {
-	id, err := gitLine(ctx, c.dir, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	out, err := workspace.Git(ctx, c.dir, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
 	if err != nil {
 		return ""
 	}
-	return id
+	return strings.TrimSpace(string(out))
 }
 
-// worktree is one activity's checkout, detached at a commit.
-type worktree struct {
-	c    *clone
-	dir  string
+// remoteBranch is the commit of the remote's branch as last fetched, ""
+// when it has none.
+func (c *clone) remoteBranch(ctx context.Context, branch string) string {
+	return c.resolve(ctx, "refs/remotes/origin/"+branch)
+}
+
+// scratch is one activity's repository: a clone sharing the worker's
+// clone's objects, its HEAD at the commit the activity works on, and the
+// folder where a workspace.Manager makes its worktrees. It is removed
+// whole when the activity ends; its lock, held meanwhile, tells the sweep
+// that it is in use.
+type scratch struct {
+	dir  string // work/wt-*
+	repo string // dir/repo
 	lock *flock.Flock
 }
 
-// addWorktree checks commit out in a fresh folder of the cache's work/.
-func (a *Activities) addWorktree(ctx context.Context, c *clone, commit string) (*worktree, error) {
+// newScratch makes an activity's repository with HEAD at head.
+func (a *Activities) newScratch(ctx context.Context, c *clone, head string) (*scratch, error) {
 	work := filepath.Join(a.Cache, "work")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, fmt.Errorf("cache folder: %w", err)
@@ -163,41 +163,71 @@ func (a *Activities) addWorktree(ctx context.Context, c *clone, commit string) (
 	if err != nil {
 		return nil, fmt.Errorf("cache folder: %w", err)
 	}
-	w := &worktree{c: c, dir: dir, lock: flock.New(dir + ".lock")}
-	if err := w.lock.Lock(); err != nil {
+	s := &scratch{dir: dir, repo: filepath.Join(dir, "repo"), lock: flock.New(dir + ".lock")}
+	if err := s.lock.Lock(); err != nil {
 		os.Remove(dir)
 		return nil, fmt.Errorf("cache folder: %w", err)
 	}
 	err = c.withLock(ctx, func() error {
-		_, err := workspace.Git(ctx, c.dir, "worktree", "add", "--quiet", "--detach", dir, commit)
+		_, err := workspace.Git(ctx, dir, "clone", "--quiet", "--shared", "--no-checkout", c.dir, s.repo)
 		return err
 	})
-	if err != nil {
-		w.remove()
-		return nil, fmt.Errorf("check out %s of %s: %w", short(commit), c.url, err)
+	if err == nil {
+		_, err = workspace.Git(ctx, s.repo, "update-ref", "--no-deref", "HEAD", head)
 	}
-	return w, nil
+	if err != nil {
+		s.remove()
+		return nil, fmt.Errorf("a repository at %s of %s: %w", short(head), c.url, err)
+	}
+	return s, nil
 }
 
-// remove deletes the worktree and its registration in the clone; it goes
-// on after the activity's context has ended.
-func (w *worktree) remove() {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	_ = w.c.withLock(ctx, func() error {
-		if _, err := workspace.Git(ctx, w.c.dir, "worktree", "remove", "--force", "--force", w.dir); err != nil {
-			os.RemoveAll(w.dir)
-			workspace.Git(ctx, w.c.dir, "worktree", "prune")
-		}
-		return nil
-	})
-	os.RemoveAll(w.dir)
-	w.lock.Unlock()
-	os.Remove(w.lock.Path())
+// manager opens the workspace of loop in the scratch repository: the
+// project's folder in it, the state file (repository-relative, "" for
+// the default beside the project) whose files are never committed, and
+// the integration branch started at HEAD.
+func (s *scratch) manager(ctx context.Context, loop, project, stateFile string) (*workspace.Manager, error) {
+	dir := s.repo
+	if p := strings.Trim(project, "/"); p != "" && !filepath.IsAbs(project) {
+		dir = filepath.Join(s.repo, filepath.FromSlash(p))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cache folder: %w", err)
+	}
+	o := workspace.Options{LoopID: loop, Dir: filepath.Join(s.dir, "wt")}
+	if stateFile != "" && !filepath.IsAbs(stateFile) {
+		o.StateFile = filepath.Join(s.repo, filepath.FromSlash(stateFile))
+	}
+	m, err := workspace.Open(ctx, dir, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Start(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
-// sweep removes the worktrees that workers which died left in the cache
-// (their lock is free) and prunes their registrations from the clones.
+// rootOf is the root of a checkout whose project folder is dir.
+func rootOf(dir, project string) string {
+	p := strings.Trim(project, "/")
+	if p == "" || filepath.IsAbs(project) {
+		return dir
+	}
+	return strings.TrimSuffix(dir, string(filepath.Separator)+filepath.FromSlash(p))
+}
+
+// remove deletes the scratch repository with its worktrees; it goes on
+// after the activity's context has ended.
+func (s *scratch) remove() {
+	os.RemoveAll(s.dir)
+	s.lock.Unlock()
+	os.Remove(s.lock.Path())
+}
+
+// sweep removes the activities' folders that workers which died left in
+// the cache (their lock is free), and the worktree registrations that
+// workers of earlier versions left in the clones.
 func (a *Activities) sweep(ctx context.Context) (removed int) {
 	work := filepath.Join(a.Cache, "work")
 	entries, _ := os.ReadDir(work)
@@ -231,41 +261,6 @@ func (a *Activities) sweep(ctx context.Context) (removed int) {
 		})
 	}
 	return removed
-}
-
-// commitAll commits everything changed in the worktree since base as one
-// commit on base (the agent's own commits, if it made any, are folded in).
-// It returns "" and no files when nothing changed.
-func (w *worktree) commitAll(ctx context.Context, base, message string) (string, []string, error) {
-	if _, err := workspace.Git(ctx, w.dir, "add", "-A", "--", "."); err != nil {
-		return "", nil, err
-	}
-	tree, err := gitLine(ctx, w.dir, "write-tree")
-	if err != nil {
-		return "", nil, err
-	}
-	baseTree, err := gitLine(ctx, w.dir, "rev-parse", base+"^{tree}")
-	if err != nil {
-		return "", nil, err
-	}
-	if tree == baseTree {
-		return "", nil, nil
-	}
-	commit, err := gitLine(ctx, w.dir, "commit-tree", tree, "-p", base, "-m", message)
-	if err != nil {
-		return "", nil, err
-	}
-	files, err := changedFiles(ctx, w.dir, base, commit)
-	return commit, files, err
-}
-
-// changedFiles lists the files that differ between two commits.
-func changedFiles(ctx context.Context, dir, from, to string) ([]string, error) {
-	out, err := workspace.Git(ctx, dir, "diff-tree", "-r", "-z", "--no-renames", "--name-only", from, to)
-	if err != nil {
-		return nil, err
-	}
-	return nulSplit(out), nil
 }
 
 func short(commit string) string {
