@@ -130,6 +130,24 @@ type Result struct {
 	Raw json.RawMessage `json:"-"`
 	// Activity counts the tool calls the agent made (CLI backends).
 	ToolCalls int `json:"-"`
+	// Denials are the tool calls the agent's CLI refused, whatever the
+	// agent then said about its work.
+	Denials []Denial `json:"-"`
+}
+
+// Denial is one tool call an agent's CLI refused to run.
+type Denial struct {
+	Tool string `json:"tool"`           // "Write", "Bash", "apply_patch"
+	Path string `json:"path,omitempty"` // the file or the command it was refused for
+	Why  string `json:"why,omitempty"`  // the CLI's words, one line
+}
+
+// String is the refusal in one line: "Write ../out.txt".
+func (d Denial) String() string {
+	if d.Path == "" {
+		return d.Tool
+	}
+	return d.Tool + " " + d.Path
 }
 
 // Score is one criterion's score by a judge.
@@ -172,6 +190,10 @@ const (
 	KindRateLimit  Kind = "rate_limited"      // HTTP 429, 503 or 529: try later, not the atom's fault
 	KindCancelled  Kind = "cancelled"         // stopped by the engine
 	KindAgent      Kind = "agent_error"       // the agent reported an error of its own
+	// KindNoChange: a worker said it succeeded but its attempt changed no
+	// file, or none of the files it claimed (an atom with expect_changes:
+	// false may change nothing).
+	KindNoChange Kind = "no_change"
 )
 
 // AttemptError is a failed attempt with its reason.

@@ -178,6 +178,7 @@ type codexStream struct {
 	usage     agent.Usage
 	failure   string // turn.failed's message, or the last fatal error event
 	denials   []string
+	refusals  []agent.Denial
 	toolCalls int
 }
 
@@ -254,6 +255,12 @@ func (s *codexStream) item(it *codexItem, completed bool) {
 	}
 	if completed && it.Status == "declined" {
 		s.denials = append(s.denials, fmt.Sprintf("%s declined", codexToolOf(it)))
+		a, ok := s.describe(it)
+		if !ok {
+			a.Tool = it.Type
+		}
+		s.refusals = append(s.refusals, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: "declined"})
+		s.activity(agent.Activity{Tool: a.Tool, Detail: a.Detail, Refused: true, Why: "declined"})
 	}
 	if s.started[it.ID] {
 		return
@@ -348,7 +355,10 @@ func (s *codexStream) outcome(role agent.Role, pr ProcessResult) (agent.Result, 
 		return agent.Result{}, f
 	}
 	for _, m := range codexPatchRejected.FindAllStringSubmatch(string(pr.Stderr), -1) {
-		s.denials = append(s.denials, "apply_patch: "+strings.TrimPrefix(m[1], "patch rejected: "))
+		why := strings.TrimPrefix(m[1], "patch rejected: ")
+		s.denials = append(s.denials, "apply_patch: "+why)
+		s.refusals = append(s.refusals, agent.Denial{Tool: "apply_patch", Why: oneLine(why)})
+		s.activity(agent.Activity{Tool: "apply_patch", Refused: true, Why: oneLine(why)})
 	}
 	denied := func() (agent.Result, error) {
 		return fail(agent.KindPermission, "codex refused "+strings.Join(s.denials, "; ")+" (sandbox "+codexSandbox(role)+")")
@@ -372,6 +382,7 @@ func (s *codexStream) outcome(role agent.Role, pr ProcessResult) (agent.Result, 
 	}
 	r.Usage = s.usage
 	r.ToolCalls = s.toolCalls
+	r.Denials = s.refusals
 	return r, nil
 }
 

@@ -113,10 +113,14 @@ type taskResult struct {
 	err error
 	dur time.Duration
 	iso *taskMerge // what isolation did with a worker attempt
+	// touched are the files a worker attempt in the project root changed
+	// (nil: not measured, or isolated).
+	touched *[]string
 }
 
 type engine struct {
 	fx      effects // what touches the world: local, or a Core's host
+	denied  refusals
 	opts    Options
 	store   *state.Store
 	jr      *journal.Journal
@@ -302,10 +306,15 @@ func (e *engine) say(format string, args ...any) {
 
 // activity shows a running agent's tool call as a progress line:
 // "A3 Bash: go test ./...". It runs on the attempt's goroutine.
-func (e *engine) activity(atom string, role agent.Role, a agent.Activity) {
+func (e *engine) activity(id int, atom string, role agent.Role, a agent.Activity) {
 	who := atom
 	if role != agent.Worker {
 		who = atom + " (" + string(role) + ")"
+	}
+	if a.Refused {
+		e.denied.add(id, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: a.Why})
+		e.say("%s %s refused: %s", who, a.Tool, dag.OneLine(strings.TrimPrefix(a.Detail+": "+a.Why, ": "), 160))
+		return
 	}
 	if a.Tool == "" {
 		e.say("%s: %s", who, dag.OneLine(a.Detail, 100))
@@ -850,6 +859,8 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 			r.res = agent.Result{}
 		}
 	}
+	denials := e.journalRefusals(t, r)
+	claimed := r.res.Artifacts
 	conflict := false
 	if r.err == nil && t.role == agent.Worker {
 		if c := e.mergeOutcome(t, &r); c != "" {
@@ -857,6 +868,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 			conflict = true
 		}
 	}
+	e.checkWork(t, &r, claimed, denials)
 	ok := r.err == nil && r.res.OK(t.role)
 	if t.role == agent.Planner {
 		ok = r.err == nil // a plan that proposes nothing did not fail
