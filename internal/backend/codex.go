@@ -203,6 +203,7 @@ type codexItem struct {
 	Message string `json:"message"`
 	Status  string `json:"status"`
 	Command string `json:"command"`
+	Output  string `json:"aggregated_output"`
 	Changes []struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`
@@ -261,6 +262,15 @@ func (s *codexStream) item(it *codexItem, completed bool) {
 		}
 		s.refusals = append(s.refusals, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: "declined"})
 		s.activity(agent.Activity{Tool: a.Tool, Detail: a.Detail, Refused: true, Why: "declined"})
+	}
+	if completed && it.Type == "command_execution" && it.Status == "failed" && codexSandboxDenied.MatchString(it.Output) {
+		// The sandbox (workspace-write) kept the command from writing:
+		// the shell says so, codex does not.
+		cmd := oneLine(codexUnwrapShell(it.Command))
+		why := oneLine(codexSandboxDenied.FindString(it.Output))
+		s.denials = append(s.denials, "Bash "+cmd+": "+why)
+		s.refusals = append(s.refusals, agent.Denial{Tool: "Bash", Path: cmd, Why: why})
+		s.activity(agent.Activity{Tool: "Bash", Detail: cmd, Refused: true, Why: why})
 	}
 	if s.started[it.ID] {
 		return
@@ -324,6 +334,10 @@ func codexUnwrapShell(cmd string) string {
 	}
 	return cmd
 }
+
+// codexSandboxDenied is what a shell command says when Codex's sandbox
+// kept it from writing.
+var codexSandboxDenied = regexp.MustCompile(`[^\n]*(?:Read-only file system|Operation not permitted)[^\n]*`)
 
 // codexPatchRejected is how Codex logs (on stderr) a file edit its sandbox or
 // approval policy refused; such edits never reach the JSON stream.

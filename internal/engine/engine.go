@@ -121,6 +121,10 @@ type taskResult struct {
 type engine struct {
 	fx      effects // what touches the world: local, or a Core's host
 	denied  refusals
+	// claims are the files each resolved atom's worker named, beside the
+	// files its attempt changed (its binding's artifacts with isolation),
+	// for the base case's failures to point at (reopen).
+	claims map[string][]string
 	opts    Options
 	store   *state.Store
 	jr      *journal.Journal
@@ -910,6 +914,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	}
 	e.attemptDone(t.atom)
 	if ok {
+		e.claim(a.ID, claimsIn(e.readDirFor(&r), claimed))
 		e.resolve(ctx, a, r.res, ev)
 		return true
 	}
@@ -922,7 +927,10 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	// broke it): their checks are run first, and a broken dependency is
 	// reopened instead of retrying this atom against it.
 	depBroken := r.err == nil && !conflict && t.role == agent.Worker && e.brokenDependencies(ctx, a) > 0
-	e.infra = (r.err != nil && !conflict) || depBroken
+	// A worker that said it succeeded and changed nothing tried and failed,
+	// as one that reported failure did: probed, planned, counted as a stall.
+	lied := failureKind(r) == string(agent.KindNoChange)
+	e.infra = (r.err != nil && !conflict && !lied) || depBroken
 	e.fail(a, reason)
 	e.infra = false
 	if conflict && !e.parked(a) {
