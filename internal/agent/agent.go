@@ -131,8 +131,9 @@ type Result struct {
 	// Activity counts the tool calls the agent made (CLI backends).
 	ToolCalls int `json:"-"`
 	// Denials are the tool calls the agent's CLI refused, whatever the
-	// agent then said about its work.
-	Denials []Denial `json:"-"`
+	// agent then said about its work. Only a backend sets them (Decode
+	// ignores an answer's own); they travel with the result (Temporal).
+	Denials []Denial `json:"denials,omitempty"`
 }
 
 // Denial is one tool call an agent's CLI refused to run.
@@ -235,6 +236,7 @@ func Decode(role Role, data []byte) (Result, error) {
 			return Result{}, fmt.Errorf("the %s answer has a field of the wrong type: %w", role, err)
 		}
 		r.Usage.Known = hasUsage(raw)
+		r.Denials = nil
 		return r, nil
 	}
 	if key, ok := requiredKey[role]; ok {
@@ -260,5 +262,6 @@ func Decode(role Role, data []byte) (Result, error) {
 	}
 	r.Usage.Known = hasUsage(raw)
 	r.Raw = append(json.RawMessage(nil), data...)
+	r.Denials = nil // the CLI's word, not the agent's
 	return r, nil
 }
