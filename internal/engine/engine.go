@@ -827,6 +827,8 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		}
 	}()
 	e.addUsage(r.res.Usage, r.err)
+	// Refused tool calls are journaled whatever becomes of the attempt.
+	denials := e.journalRefusals(t, r)
 	if t.discarded {
 		return false
 	}
@@ -863,7 +865,6 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 			r.res = agent.Result{}
 		}
 	}
-	denials := e.journalRefusals(t, r)
 	claimed := r.res.Artifacts
 	conflict := false
 	if r.err == nil && t.role == agent.Worker {

@@ -126,3 +126,30 @@ func TestARefusedWriteIsJournaledAndIsTheFailure(t *testing.T) {
 		t.Fatalf("no progress line says the write was refused:\n%s", progress.String())
 	}
 }
+
+// The liar fails, so the atom that depends on it never starts and nothing
+// of either reaches the person's branch.
+func TestALiarsDependentNeverRunsAndNothingLands(t *testing.T) {
+	path, repo := gitProject(t, [][2]string{{"A", ""}, {"B", "A"}}, "test -f A.ok && test -f B.ok")
+	if _, err := state.NewStore(path).Update(func(s *state.State) error {
+		s.Objective.Constraints.MaxAttemptsPerAtom = 2
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ag := &agent.Exec{Command: "sh " + writeScript(t, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
+[ "$AOT_ATOM_ID" = B ] && touch B.ok
+echo "{\"success\": true, \"summary\": \"made $AOT_ATOM_ID.ok\", \"artifacts\": [\"$AOT_ATOM_ID.ok\"]}"`)}
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationWorktree })
+	if out.Reason == Completed {
+		t.Fatalf("outcome = %+v", out)
+	}
+	for _, ev := range events(t, path, journal.AtomStart) {
+		if ev.Atom == "B" {
+			t.Fatal("B started although the atom it depends on never did its work")
+		}
+	}
+	if files := git(t, repo, "ls-tree", "-r", "--name-only", "main"); strings.Contains(files, ".ok") {
+		t.Fatalf("work landed on main:\n%s", files)
+	}
+}
