@@ -258,7 +258,7 @@ func (r *conformanceRow) run() (problems []string) {
 		if r.agent != "exec" && !strings.Contains(r.output, fmt.Sprintf("sleep %d", r.sleep)) {
 			fail("the hanging tool call was not shown as a progress line")
 		}
-		if pids := sleepers(r.sleep); len(pids) > 0 {
+		if pids := sleepers(r.sleep, r.dir); len(pids) > 0 {
 			fail("the hanging tool's process survived the attempt: %v", pids)
 		}
 	}
@@ -480,14 +480,19 @@ func finishKinds(events []journal.Event) string {
 	return strings.Join(kinds, ",")
 }
 
-// sleepers are the live processes running `sleep n`, a second after the
-// run (a killed tree's last members may take a moment to be reaped).
-var sleepersMu sync.Mutex
-
-func sleepers(n int) []int {
-	sleepersMu.Lock()
-	defer sleepersMu.Unlock()
+// sleepers are the live processes running `sleep n` in a folder under
+// dir (another run of this test may have its own), waiting up to a second
+// (a killed tree's last members may take a moment to be reaped).
+func sleepers(n int, dir string) []int {
 	want := "sleep\x00" + strconv.Itoa(n) + "\x00"
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = dir
+	}
+	under := func(pid string) bool {
+		cwd, err := os.Readlink("/proc/" + pid + "/cwd")
+		return err != nil || strings.HasPrefix(cwd, dir) || strings.HasPrefix(cwd, real)
+	}
 	var pids []int
 	for range 10 {
 		pids = pids[:0]
@@ -498,7 +503,7 @@ func sleepers(n int) []int {
 				continue
 			}
 			cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if err == nil && strings.HasSuffix(string(cmdline), want) && alive(pid) {
+			if err == nil && strings.HasSuffix(string(cmdline), want) && under(e.Name()) && alive(pid) {
 				pids = append(pids, pid)
 			}
 		}
