@@ -48,39 +48,42 @@ func PathFor(stateFile string) string {
 
 // Event types.
 const (
-	RunStart         = "run_start"
-	RunResume        = "run_resume"
-	Iteration        = "iteration"
-	AtomStart        = "atom_start"
-	AtomFinish       = "atom_finish"
-	AtomReset        = "atom_reset"
-	ORSwitch         = "or_switch"
-	ORExhausted      = "or_exhausted"
-	Decompose        = "decompose"
-	AddAtom          = "add_atom"
-	ParentDone       = "parent_resolved"
-	Verify           = "verify"
-	Progress         = "progress"
-	Stall            = "stall"
-	Redirect         = "redirect"
-	Stop             = "stop"
-	Checkpoint       = "checkpoint"  // the state file holds everything before this line
-	Backoff          = "backoff"     // a failed atom waits before its next step
-	Parked           = "atom_parked" // an atom used up max_attempts_per_atom
-	QuotaWait        = "quota_wait"  // the agent's quota is spent until a given time
-	QuotaResume      = "quota_resume"
-	Confirm          = "confirm"           // a person's word on an assertion the judge passed: ok true confirmed (or unconfirmed, no terminal), false refused; data: item
-	RateLimit        = "rate_limit"        // the provider answered 429/503/529: the loop waits, with fewer agents
-	Process          = "agent_process"     // an attempt's process tree, killed by a resuming engine if it outlived its engine
-	HandEdit         = "hand_edit"         // the state file was changed behind the engine's back
-	Workspace        = "workspace"         // the run's isolation: integration worktree and branch, or none
-	Worktree         = "worktree"          // an attempt's worktree, journaled before it exists; or an orphan removed
-	Merge            = "merge"             // an attempt's changes merged (or a conflict): changed files, commit
-	PermissionDenied = "permission_denied" // the agent's CLI refused a tool call; data: tool, path, why
-	Landing          = "landing"           // where the merged work landed at the end of the run
-	Pause            = "pause"             // a person paused the loop: nothing new starts; data: kill, running
-	Resume           = "resume"            // a paused loop goes on; data: paused_ms
+	RunStart    = "run_start"
+	RunResume   = "run_resume"
+	Iteration   = "iteration"
+	AtomStart   = "atom_start"
+	AtomFinish  = "atom_finish"
+	AtomReset   = "atom_reset"
+	ORSwitch    = "or_switch"
+	ORExhausted = "or_exhausted"
+	Decompose   = "decompose"
+	AddAtom     = "add_atom"
+	ParentDone  = "parent_resolved"
+	Verify      = "verify"
+	Progress    = "progress"
+	Stall       = "stall"
+	Redirect    = "redirect"
+	Stop        = "stop"
+	Checkpoint  = "checkpoint"  // the state file holds everything before this line
+	Backoff     = "backoff"     // a failed atom waits before its next step
+	Parked      = "atom_parked" // an atom used up max_attempts_per_atom
+	QuotaWait   = "quota_wait"  // the agent's quota is spent until a given time
+	QuotaResume = "quota_resume"
+	Confirm     = "confirm"       // a person's word on an assertion the judge passed: ok true confirmed (or unconfirmed, no terminal), false refused; data: item
+	RateLimit   = "rate_limit"    // the provider answered 429/503/529: the loop waits, with fewer agents
+	Process     = "agent_process" // an attempt's process tree, killed by a resuming engine if it outlived its engine
+	HandEdit    = "hand_edit"     // the state file was changed behind the engine's back
+	Workspace   = "workspace"     // the run's isolation: integration worktree and branch, or none
+	Worktree    = "worktree"      // an attempt's worktree, journaled before it exists; or an orphan removed
+	Merge       = "merge"         // an attempt's changes merged (or a conflict): changed files, commit
+	Landing     = "landing"       // where the merged work landed at the end of the run
+	Pause       = "pause"         // a person paused the loop: nothing new starts; data: kill, running
+	Resume      = "resume"        // a paused loop goes on; data: paused_ms
 )
+
+// PermissionDenied: the agent's CLI refused a tool call; data: tool, path,
+// why.
+const PermissionDenied = "permission_denied"
 
 // Event is one line of the journal. Fields that do not apply are left out.
 type Event struct {
