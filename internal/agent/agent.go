@@ -134,6 +134,25 @@ type Result struct {
 	Raw json.RawMessage `json:"-"`
 	// Activity counts the tool calls the agent made (CLI backends).
 	ToolCalls int `json:"-"`
+	// Denials are the tool calls the agent's CLI refused, whatever the
+	// agent then said about its work. Only a backend sets them (Decode
+	// ignores an answer's own); they travel with the result (Temporal).
+	Denials []Denial `json:"denials,omitempty"`
+}
+
+// Denial is one tool call an agent's CLI refused to run.
+type Denial struct {
+	Tool string `json:"tool"`           // "Write", "Bash", "apply_patch"
+	Path string `json:"path,omitempty"` // the file or the command it was refused for
+	Why  string `json:"why,omitempty"`  // the CLI's words, one line
+}
+
+// String is the refusal in one line: "Write ../out.txt".
+func (d Denial) String() string {
+	if d.Path == "" {
+		return d.Tool
+	}
+	return d.Tool + " " + d.Path
 }
 
 // Score is one criterion's score by a judge.
@@ -176,6 +195,10 @@ const (
 	KindRateLimit  Kind = "rate_limited"      // HTTP 429, 503 or 529: try later, not the atom's fault
 	KindCancelled  Kind = "cancelled"         // stopped by the engine
 	KindAgent      Kind = "agent_error"       // the agent reported an error of its own
+	// KindNoChange: a worker said it succeeded but its attempt changed no
+	// file, or none of the files it claimed (an atom with expect_changes:
+	// false may change nothing).
+	KindNoChange Kind = "no_change"
 )
 
 // AttemptError is a failed attempt with its reason.
@@ -217,6 +240,7 @@ func Decode(role Role, data []byte) (Result, error) {
 			return Result{}, fmt.Errorf("the %s answer has a field of the wrong type: %w", role, err)
 		}
 		r.Usage.Known = hasUsage(raw)
+		r.Denials = nil
 		return r, nil
 	}
 	if key, ok := requiredKey[role]; ok {
@@ -242,5 +266,6 @@ func Decode(role Role, data []byte) (Result, error) {
 	}
 	r.Usage.Known = hasUsage(raw)
 	r.Raw = append(json.RawMessage(nil), data...)
+	r.Denials = nil // the CLI's word, not the agent's
 	return r, nil
 }

@@ -27,6 +27,10 @@ func startFunc(ctx context.Context) func(proc.Tree) {
 type Activity struct {
 	Tool   string // the tool's name ("Bash", "Write"); empty for a message
 	Detail string // one line: the command, the file, the start of the text
+	// Refused is set when the agent's CLI refused this tool call; Why is
+	// what it said. The engine journals it as permission_denied.
+	Refused bool
+	Why     string
 }
 
 type activityKey struct{}

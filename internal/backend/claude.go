@@ -141,6 +141,13 @@ func (c *Claude) outcome(role agent.Role, res ProcessResult, st *claudeStream) (
 		out, decodeErr = agent.Decode(role, answer)
 	}
 	denied := r.deniedTools()
+	if len(denied) == 0 {
+		for _, d := range st.denials {
+			if !slices.Contains(denied, d.Tool) {
+				denied = append(denied, d.Tool)
+			}
+		}
+	}
 	if decodeErr != nil {
 		if len(denied) > 0 {
 			return agent.Result{}, &agent.AttemptError{Kind: agent.KindPermission, Usage: usage,
@@ -162,6 +169,7 @@ func (c *Claude) outcome(role agent.Role, res ProcessResult, st *claudeStream) (
 	}
 	out.Usage = usage
 	out.ToolCalls = st.toolCalls
+	out.Denials = st.denials
 	return out, nil
 }
 
@@ -272,6 +280,11 @@ type claudeStream struct {
 	// lastRetry is the latest.
 	retries   int
 	lastRetry claudeRetry
+	// calls are the tool calls by id, to name a refused one; denials are
+	// the refusals seen, in order.
+	calls   map[string]agent.Activity
+	denials []agent.Denial
+	refused map[string]bool // tool_use ids already reported
 }
 
 type claudeEvent struct {
@@ -281,14 +294,31 @@ type claudeEvent struct {
 		ID      string `json:"id"`
 		Model   string `json:"model"`
 		Content []struct {
-			Type  string          `json:"type"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
+			Type      string          `json:"type"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Input     json.RawMessage `json:"input"`
+			ToolUseID string          `json:"tool_use_id"`
+			IsError   bool            `json:"is_error"`
+			Content   json.RawMessage `json:"content"`
 		} `json:"content"`
 		Usage *claudeUsage `json:"usage"`
 	} `json:"message"`
 	claudeRetry
+	// Meta says, on a user line, which tool results were refused by
+	// Claude Code's permission rules rather than run.
+	Meta []struct {
+		ID       string `json:"id"`
+		Decision struct {
+			Decision string `json:"decision"`
+		} `json:"permission_decision"`
+	} `json:"tool_result_meta"`
 }
+
+// claudeRefusal is how Claude Code words a tool call its permission rules
+// refused ("Claude requested permissions to write to X, but you haven't
+// granted it yet", "... to edit X which is a sensitive file").
+var claudeRefusal = regexp.MustCompile(`^(?:Error: )?Claude requested permissions? to `)
 
 // claudeRetry is a system/api_retry event: Claude Code will call the model
 // again after RetryDelayMS.
@@ -321,7 +351,9 @@ type claudeResult struct {
 	TerminalReason string          `json:"terminal_reason"`
 	APIErrorStatus int             `json:"api_error_status"`
 	Denials        []struct {
-		ToolName string `json:"tool_name"`
+		ToolName  string          `json:"tool_name"`
+		ToolUseID string          `json:"tool_use_id"`
+		Input     json.RawMessage `json:"tool_input"`
 	} `json:"permission_denials"`
 }
 
@@ -361,14 +393,75 @@ func (s *claudeStream) line(b []byte) {
 				continue
 			}
 			s.toolCalls++
-			s.activity(agent.Activity{Tool: c.Name, Detail: s.detail(c.Name, c.Input)})
+			a := agent.Activity{Tool: c.Name, Detail: s.detail(c.Name, c.Input)}
+			if s.calls == nil {
+				s.calls = map[string]agent.Activity{}
+			}
+			s.calls[c.ID] = a
+			s.activity(a)
+		}
+	case "user":
+		rejected := map[string]bool{}
+		for _, m := range e.Meta {
+			if m.Decision.Decision == "reject" || m.Decision.Decision == "deny" {
+				rejected[m.ID] = true
+			}
+		}
+		for _, c := range e.Message.Content {
+			if c.Type != "tool_result" || !c.IsError {
+				continue
+			}
+			text := claudeText(c.Content)
+			if rejected[c.ToolUseID] || claudeRefusal.MatchString(text) {
+				call := s.calls[c.ToolUseID]
+				s.refuse(c.ToolUseID, call.Tool, call.Detail, text)
+			}
 		}
 	case "result":
 		var r claudeResult
 		if json.Unmarshal(b, &r) == nil {
 			s.result = &r
+			// A refusal the stream did not show as one is still a refusal.
+			for _, d := range r.Denials {
+				s.refuse(d.ToolUseID, d.ToolName, s.detail(d.ToolName, d.Input), "")
+			}
 		}
 	}
+}
+
+// refuse records a refused tool call once and shows it as it happens.
+func (s *claudeStream) refuse(id, tool, detail, why string) {
+	if s.refused == nil {
+		s.refused = map[string]bool{}
+	}
+	if id != "" && s.refused[id] {
+		return
+	}
+	s.refused[id] = true
+	if tool == "" {
+		tool = "a tool"
+	}
+	d := agent.Denial{Tool: tool, Path: detail, Why: oneLine(strings.TrimPrefix(why, "Error: "))}
+	s.denials = append(s.denials, d)
+	s.activity(agent.Activity{Tool: tool, Detail: detail, Refused: true, Why: d.Why})
+}
+
+// claudeText is a tool result's content as text: a string, or the text
+// blocks of a list.
+func claudeText(raw json.RawMessage) string {
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	json.Unmarshal(raw, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		parts = append(parts, b.Text)
+	}
+	return strings.Join(parts, " ")
 }
 
 // retrying reports whether the last thing Claude Code did was wait to call

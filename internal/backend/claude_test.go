@@ -193,6 +193,35 @@ func TestClaudeWorkerDeniedOutsideItsWorkdirIsAPermissionFailure(t *testing.T) {
 	}
 }
 
+// A refused write is reported as it happens, naming the tool and the
+// file, and stays on the result whatever the model then claims.
+func TestClaudeRefusalsAreReportedWhateverTheModelClaims(t *testing.T) {
+	outside := t.TempDir()
+	h := newClaudeHarness(t, strings.ReplaceAll(`{"conversations": [{"match": "CLAUDE-CLAIMS", "require_tools": true, "turns": [
+		[{"type": "tool_use", "name": "Write", "input": {"file_path": "OUT/z.txt", "content": "no"}}],
+		[{"type": "tool_use", "name": "Bash", "input": {"command": "echo fine > ok.txt"}}],
+		[{"type": "final", "json": {"success": true, "summary": "wrote z.txt", "artifacts": ["z.txt"]}}]]}]}`, "OUT", outside))
+	r, err, _ := h.run(agent.Worker, "CLAUDE-CLAIMS: write z.txt")
+	if err != nil || !r.Success {
+		t.Fatalf("Run: %+v, %v", r, err)
+	}
+	want := agent.Denial{Tool: "Write", Path: filepath.Join(outside, "z.txt")}
+	if len(r.Denials) != 1 || r.Denials[0].Tool != want.Tool || r.Denials[0].Path != want.Path || !strings.Contains(r.Denials[0].Why, "permission") {
+		t.Fatalf("denials = %+v, want one like %+v", r.Denials, want)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var refused []agent.Activity
+	for _, a := range h.events {
+		if a.Refused {
+			refused = append(refused, a)
+		}
+	}
+	if len(refused) != 1 || refused[0].Tool != "Write" || refused[0].Detail != want.Path {
+		t.Fatalf("refused activity = %+v (all: %+v)", refused, h.events)
+	}
+}
+
 func TestClaudeMalformedAnswer(t *testing.T) {
 	h := newClaudeHarness(t, `{"conversations": [{"match": "CLAUDE-MALFORMED", "require_tools": true, "turns": [
 		[{"type": "text", "text": "All done, trust me."}],

@@ -179,6 +179,7 @@ type codexStream struct {
 	usage     agent.Usage
 	failure   string // turn.failed's message, or the last fatal error event
 	denials   []string
+	refusals  []agent.Denial
 	toolCalls int
 }
 
@@ -203,6 +204,7 @@ type codexItem struct {
 	Message string `json:"message"`
 	Status  string `json:"status"`
 	Command string `json:"command"`
+	Output  string `json:"aggregated_output"`
 	Changes []struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`
@@ -255,6 +257,21 @@ func (s *codexStream) item(it *codexItem, completed bool) {
 	}
 	if completed && it.Status == "declined" {
 		s.denials = append(s.denials, fmt.Sprintf("%s declined", codexToolOf(it)))
+		a, ok := s.describe(it)
+		if !ok {
+			a.Tool = it.Type
+		}
+		s.refusals = append(s.refusals, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: "declined"})
+		s.activity(agent.Activity{Tool: a.Tool, Detail: a.Detail, Refused: true, Why: "declined"})
+	}
+	if completed && it.Type == "command_execution" && it.Status == "failed" && codexSandboxDenied.MatchString(it.Output) {
+		// The sandbox (workspace-write) kept the command from writing:
+		// the shell says so, codex does not.
+		cmd := oneLine(codexUnwrapShell(it.Command))
+		why := oneLine(codexSandboxDenied.FindString(it.Output))
+		s.denials = append(s.denials, "Bash "+cmd+": "+why)
+		s.refusals = append(s.refusals, agent.Denial{Tool: "Bash", Path: cmd, Why: why})
+		s.activity(agent.Activity{Tool: "Bash", Detail: cmd, Refused: true, Why: why})
 	}
 	if s.started[it.ID] {
 		return
@@ -319,6 +336,10 @@ func codexUnwrapShell(cmd string) string {
 	return cmd
 }
 
+// codexSandboxDenied is what a shell command says when Codex's sandbox
+// kept it from writing.
+var codexSandboxDenied = regexp.MustCompile(`[^\n]*(?:Read-only file system|Operation not permitted)[^\n]*`)
+
 // codexPatchRejected is how Codex logs (on stderr) a file edit its sandbox or
 // approval policy refused; such edits never reach the JSON stream.
 var codexPatchRejected = regexp.MustCompile(`error=(patch rejected: [^;\n]+)`)
@@ -349,7 +370,10 @@ func (s *codexStream) outcome(role agent.Role, pr ProcessResult) (agent.Result, 
 		return agent.Result{}, f
 	}
 	for _, m := range codexPatchRejected.FindAllStringSubmatch(string(pr.Stderr), -1) {
-		s.denials = append(s.denials, "apply_patch: "+strings.TrimPrefix(m[1], "patch rejected: "))
+		why := strings.TrimPrefix(m[1], "patch rejected: ")
+		s.denials = append(s.denials, "apply_patch: "+why)
+		s.refusals = append(s.refusals, agent.Denial{Tool: "apply_patch", Why: oneLine(why)})
+		s.activity(agent.Activity{Tool: "apply_patch", Refused: true, Why: oneLine(why)})
 	}
 	denied := func() (agent.Result, error) {
 		return fail(agent.KindPermission, "codex refused "+strings.Join(s.denials, "; ")+" (sandbox "+codexSandbox(role)+")")
@@ -373,6 +397,7 @@ func (s *codexStream) outcome(role agent.Role, pr ProcessResult) (agent.Result, 
 	}
 	r.Usage = s.usage
 	r.ToolCalls = s.toolCalls
+	r.Denials = s.refusals
 	return r, nil
 }
 

@@ -241,6 +241,16 @@ func TestCodexRefusedEditIsPermissionDenied(t *testing.T) {
 	if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the worker wrote outside its workdir (stat: %v)", err)
 	}
+	// The refusal showed as activity too (Codex says why, not which file).
+	var refused []agent.Activity
+	for _, a := range r.tools() {
+		if a.Refused {
+			refused = append(refused, a)
+		}
+	}
+	if len(refused) != 1 || refused[0].Tool != "apply_patch" || !strings.Contains(refused[0].Why, "outside") {
+		t.Errorf("refused activity = %+v", refused)
+	}
 }
 
 func TestCodexMalformedAnswer(t *testing.T) {

@@ -103,7 +103,9 @@ type geminiStream struct {
 	text     strings.Builder // assistant text since the last tool call
 	allText  strings.Builder
 	denied   []string // tools refused by the approval mode or policy
-	warnings []string // error events (loop detected, invalid stream, ...)
+	denials  []agent.Denial
+	details  map[string]string // tool_id -> what the call was for
+	warnings []string          // error events (loop detected, invalid stream, ...)
 	result   *geminiResult
 }
 
@@ -150,9 +152,14 @@ func (s *geminiStream) line(b []byte) {
 		s.calls++
 		s.tools[e.ToolID] = e.ToolName
 		s.text.Reset()
-		s.activity(agent.Activity{Tool: e.ToolName, Detail: geminiDetail(e.ToolName, e.Parameters)})
+		detail := geminiDetail(e.ToolName, e.Parameters)
+		if s.details == nil {
+			s.details = map[string]string{}
+		}
+		s.details[e.ToolID] = detail
+		s.activity(agent.Activity{Tool: e.ToolName, Detail: detail})
 	case "tool_result":
-		if e.Status == "error" && e.Error != nil && (e.Error.Type == "policy_violation" || e.Error.Type == "tool_not_registered") {
+		if e.Status == "error" && e.Error != nil && geminiRefused(e.Error.Type, e.Error.Message) {
 			name := s.tools[e.ToolID]
 			if name == "" {
 				name = e.ToolID
@@ -160,6 +167,9 @@ func (s *geminiStream) line(b []byte) {
 			if !slices.Contains(s.denied, name) {
 				s.denied = append(s.denied, name)
 			}
+			d := agent.Denial{Tool: name, Path: s.details[e.ToolID], Why: geminiLine(e.Error.Message)}
+			s.denials = append(s.denials, d)
+			s.activity(agent.Activity{Tool: d.Tool, Detail: d.Path, Refused: true, Why: d.Why})
 		}
 	case "error":
 		s.warnings = append(s.warnings, e.Message)
@@ -173,6 +183,17 @@ func (s *geminiStream) line(b []byte) {
 		}
 		s.result = r
 	}
+}
+
+// geminiRefused reports whether a tool error is Gemini CLI refusing the
+// call (its approval mode or policy, a tool it does not offer, a path
+// outside the workspace) rather than the tool failing.
+func geminiRefused(kind, msg string) bool {
+	switch kind {
+	case "policy_violation", "tool_not_registered":
+		return true
+	}
+	return strings.HasPrefix(msg, "Path not in workspace")
 }
 
 // geminiDetail is the one line shown for a tool call: the command, the
@@ -269,6 +290,7 @@ func (s *geminiStream) outcome(role agent.Role, res ProcessResult, watch *gemini
 	}
 	r.Usage = usage
 	r.ToolCalls = s.calls
+	r.Denials = s.denials
 	return r, nil
 }
 

@@ -210,7 +210,10 @@ func TestGeminiProbeWritesAreRefused(t *testing.T) {
 	if !strings.Contains(reqs[3].Tail, "read me") || !strings.Contains(reqs[1].Tail, "not found") {
 		t.Errorf("tool results sent to the model: %q, %q", reqs[1].Tail, reqs[3].Tail)
 	}
-	if len(h.acts) != 3 || h.acts[0] != (agent.Activity{Tool: "write_file", Detail: "probe.txt"}) {
+	// Each refused call shows right after it, as a refusal naming the file
+	// or the command.
+	if len(h.acts) != 5 || h.acts[0] != (agent.Activity{Tool: "write_file", Detail: "probe.txt"}) ||
+		!h.acts[1].Refused || h.acts[1].Detail != "probe.txt" || !h.acts[3].Refused || h.acts[3].Tool != "run_shell_command" || h.acts[4].Refused {
 		t.Errorf("activity = %+v", h.acts)
 	}
 }

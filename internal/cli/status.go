@@ -303,6 +303,9 @@ func writeStatus(io *streams, v *statusView) {
 	fmt.Fprintf(tw, "Running\t%s\n", orDash(strings.Join(doc.Atoms.InProgress, ", ")))
 	fmt.Fprintf(tw, "Agents\t%s\n", agentsLine(doc.Agents))
 	fmt.Fprintf(tw, "Confined\t%s\n", confinedLine(doc.Confinement))
+	if refused := refusedTools(v.Events, 3); refused != "" {
+		fmt.Fprintf(tw, "Refused tools\t%s\n", refused)
+	}
 	if kept := keptWorktrees(v.Events); len(kept) > 0 {
 		fmt.Fprintf(tw, "Kept attempts\t%s\n", strings.Join(kept, "; "))
 	}
@@ -346,6 +349,25 @@ func confinedLine(st confine.Status) string {
 		return "yes: " + st.Why
 	}
 	return "no: " + st.Why
+}
+
+// refusedTools names the last n tool calls the agents' CLIs refused
+// (permission_denied events), with how many there were in all.
+func refusedTools(events []journal.Event, n int) string {
+	var all []string
+	for _, ev := range events {
+		if ev.Type == journal.PermissionDenied {
+			all = append(all, fmt.Sprintf("%s attempt %d: %s", ev.Atom, ev.Attempt, dag.OneLine(ev.Reason, 100)))
+		}
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	line := strings.Join(all[max(0, len(all)-n):], "; ")
+	if len(all) > n {
+		line = fmt.Sprintf("%d in all, the last: %s", len(all), line)
+	}
+	return line
 }
 
 // topSpenders names the atoms that cost the most.

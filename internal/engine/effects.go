@@ -52,16 +52,20 @@ func (l local) start(ctx context.Context, t *task, in agent.Task) {
 	t.cancel = cancel
 	tid, id, attempt, role := t.id, t.atom, t.attempt, t.role
 	tctx = agent.WithStart(tctx, func(tr proc.Tree) { e.started(tid, id, attempt, tr) })
-	tctx = agent.WithActivity(tctx, func(act agent.Activity) { e.activity(id, role, act) })
+	tctx = agent.WithActivity(tctx, func(act agent.Activity) { e.activity(tid, id, role, act) })
 	go func() {
 		start := time.Now()
 		var res agent.Result
 		var err error
 		var tm *taskMerge
-		if e.iso != nil && role == agent.Worker {
+		var touched *[]string
+		switch {
+		case e.iso != nil && role == agent.Worker:
 			tm = &taskMerge{}
 			res, err = e.isolatedRun(tctx, tid, in, tm)
-		} else {
+		case role == agent.Worker && e.serial:
+			touched = e.measureRoot(in.Workdir, func() { res, err = e.opts.Agent.Run(tctx, in) })
+		default:
 			res, err = e.opts.Agent.Run(tctx, in)
 		}
 		e.trees.remove(tid)
@@ -69,7 +73,7 @@ func (l local) start(ctx context.Context, t *task, in agent.Task) {
 			err = &agent.AttemptError{Reason: "cancelled; process group killed"}
 		}
 		cancel()
-		e.results <- taskResult{id: tid, res: res, err: err, dur: time.Since(start), iso: tm}
+		e.results <- taskResult{id: tid, res: res, err: err, dur: time.Since(start), iso: tm, touched: touched}
 	}()
 }
 

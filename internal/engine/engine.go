@@ -122,10 +122,18 @@ type taskResult struct {
 	err error
 	dur time.Duration
 	iso *taskMerge // what isolation did with a worker attempt
+	// touched are the files a worker attempt in the project root changed
+	// (nil: not measured, or isolated).
+	touched *[]string
 }
 
 type engine struct {
 	fx      effects // what touches the world: local, or a Core's host
+	denied  refusals
+	// claims are the files each resolved atom's worker named, beside the
+	// files its attempt changed (its binding's artifacts with isolation),
+	// for the base case's failures to point at (reopen).
+	claims map[string][]string
 	opts    Options
 	store   *state.Store
 	jr      *journal.Journal
@@ -312,10 +320,15 @@ func (e *engine) say(format string, args ...any) {
 
 // activity shows a running agent's tool call as a progress line:
 // "A3 Bash: go test ./...". It runs on the attempt's goroutine.
-func (e *engine) activity(atom string, role agent.Role, a agent.Activity) {
+func (e *engine) activity(id int, atom string, role agent.Role, a agent.Activity) {
 	who := atom
 	if role != agent.Worker {
 		who = atom + " (" + string(role) + ")"
+	}
+	if a.Refused {
+		e.denied.add(id, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: a.Why})
+		e.say("%s %s refused: %s", who, a.Tool, dag.OneLine(strings.TrimPrefix(a.Detail+": "+a.Why, ": "), 160))
+		return
 	}
 	if a.Tool == "" {
 		e.say("%s: %s", who, dag.OneLine(a.Detail, 100))
@@ -842,6 +855,8 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		}
 	}()
 	e.addUsage(r.res.Usage, r.err)
+	// Refused tool calls are journaled whatever becomes of the attempt.
+	denials := e.journalRefusals(t, r)
 	if t.discarded {
 		return false
 	}
@@ -881,6 +896,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 			r.res = agent.Result{}
 		}
 	}
+	claimed := r.res.Artifacts
 	conflict := false
 	if r.err == nil && t.role == agent.Worker {
 		if c := e.mergeOutcome(t, &r); c != "" {
@@ -888,6 +904,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 			conflict = true
 		}
 	}
+	e.checkWork(t, &r, claimed, denials)
 	ok := r.err == nil && r.res.OK(t.role)
 	if t.role == agent.Planner {
 		ok = r.err == nil // a plan that proposes nothing did not fail
@@ -929,6 +946,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	}
 	e.attemptDone(t.atom)
 	if ok {
+		e.claim(a.ID, claimsIn(e.readDirFor(&r), claimed))
 		e.resolve(ctx, a, r.res, ev)
 		return true
 	}
@@ -941,7 +959,10 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	// broke it): their checks are run first, and a broken dependency is
 	// reopened instead of retrying this atom against it.
 	depBroken := r.err == nil && !conflict && t.role == agent.Worker && e.brokenDependencies(ctx, a) > 0
-	e.infra = (r.err != nil && !conflict) || depBroken
+	// A worker that said it succeeded and changed nothing tried and failed,
+	// as one that reported failure did: probed, planned, counted as a stall.
+	lied := failureKind(r) == string(agent.KindNoChange)
+	e.infra = (r.err != nil && !conflict && !lied) || depBroken
 	e.fail(a, reason)
 	e.infra = false
 	if conflict && !e.parked(a) {

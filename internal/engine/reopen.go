@@ -14,7 +14,9 @@ import (
 // the work that is missing: a resolved atom is reopened (back to pending,
 // its binding dropped, charged an attempt, the check's evidence as its
 // last failure) when a failing check is named after it, or the check's
-// command or path names a file its binding claims. An agent that lied, or
+// command or path names a file the atom's worker claimed or its attempt
+// changed (with a worktree per attempt the binding's artifacts are the
+// files the merge changed; the claims are kept beside them). An agent that lied, or
 // a later atom that broke earlier work, is caught this way and the work is
 // redone; only when no atom matches is the planner asked for new atoms.
 
@@ -50,7 +52,7 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 		}
 		if b := e.s.Binding(a.ID); b != nil {
 			for item := range evidence {
-				if namesAny(checks[item], b.Artifacts) {
+				if namesAny(checks[item], e.filesOf(b)) {
 					claimants[item]++
 				}
 			}
@@ -64,7 +66,7 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 		}
 		b := e.s.Binding(a.ID)
 		for item, ev := range evidence {
-			if item != a.ID && (b == nil || claimants[item] != 1 || !namesAny(checks[item], b.Artifacts)) {
+			if item != a.ID && (b == nil || claimants[item] != 1 || !namesAny(checks[item], e.filesOf(b))) {
 				continue
 			}
 			if e.reopens[a.ID] >= e.maxAttempts() {
@@ -99,6 +101,20 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 		e.structural()
 	}
 	return n
+}
+
+// claim keeps the files a resolved atom's worker named.
+func (e *engine) claim(id string, claimed []string) {
+	if e.claims == nil {
+		e.claims = map[string][]string{}
+	}
+	e.claims[id] = append([]string(nil), claimed...)
+}
+
+// filesOf are the files a resolved atom answers for: its binding's
+// artifacts and what its worker claimed in this run.
+func (e *engine) filesOf(b *state.Binding) []string {
+	return append(append([]string{}, b.Artifacts...), e.claims[b.AtomID]...)
 }
 
 // collectChecks maps every checklist item's name to its check's value.

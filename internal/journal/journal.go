@@ -88,6 +88,10 @@ const (
 	JournalLost = "journal_lost"
 )
 
+// PermissionDenied: the agent's CLI refused a tool call; data: tool, path,
+// why.
+const PermissionDenied = "permission_denied"
+
 // Event is one line of the journal. Fields that do not apply are left out.
 type Event struct {
 	Time       time.Time      `json:"time"`

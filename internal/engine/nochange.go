@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// What the agent did is what counts. A worker that says it succeeded is
+// not believed on its word: its attempt must have changed a file, and one
+// of the files it claims, unless its atom declares expect_changes: false.
+// With a worktree per attempt, the attempt's merge says what changed. In
+// the project root with one worker at a time (isolation none, or auto
+// outside a git repository) the engine stats every file under the root
+// before and after the attempt (.git folders and the loop's own files left
+// out) and takes a file whose size, time or mode moved, or that appeared or
+// disappeared, as changed. With isolation shared workers run at once in
+// one folder and a change cannot be told to be one worker's: the worker's
+// word is taken there (shared is for agents that write nothing or for
+// programs embedding the engine).
+//
+// A tool the agent's CLI refused is journaled (permission_denied, with the
+// tool and what it was called on) as soon as the backend sees it, and a
+// worker that changed nothing after a refusal fails with that kind rather
+// than no_change: the refusal is why.
+
+// maxSnapshotFiles bounds the before/after look at the project root; a
+// larger tree is not measured (the worker's word is taken, as before).
+const maxSnapshotFiles = 200_000
+
+// fileStat is what a snapshot keeps of a file.
+type fileStat struct {
+	size  int64
+	mtime time.Time
+	mode  fs.FileMode
+}
+
+// snapshot is every file under a root, by slash-separated relative path.
+type snapshot map[string]fileStat
+
+// takeSnapshot stats the files under root, leaving out .git folders and
+// what skip names; nil when the tree is too large to measure.
+func takeSnapshot(root string, skip func(rel string) bool) snapshot {
+	s := snapshot{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: not the agent's change to judge
+		}
+		rel, rerr := filepath.Rel(root, p)
+		if rerr != nil || rel == "." {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if d.Name() == ".git" || skip(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if len(s) >= maxSnapshotFiles {
+			return fs.SkipAll
+		}
+		fi, ierr := d.Info()
+		if ierr != nil {
+			return nil
+		}
+		s[rel] = fileStat{size: fi.Size(), mtime: fi.ModTime(), mode: fi.Mode()}
+		return nil
+	})
+	if err != nil || len(s) >= maxSnapshotFiles {
+		return nil
+	}
+	return s
+}
+
+// changedSince lists the files that differ from before, sorted.
+func (after snapshot) changedSince(before snapshot) []string {
+	var out []string
+	for p, a := range after {
+		if b, ok := before[p]; !ok || b != a {
+			out = append(out, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ownFiles reports whether a path relative to root is the loop's own: the
+// state file, its siblings (locks, temporary copies) and the aot-loop
+// folder beside it (journal, logs, pause marker).
+func ownFiles(root, stateFile string) func(rel string) bool {
+	abs, err := filepath.Abs(stateFile)
+	if err != nil {
+		return func(string) bool { return false }
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return func(string) bool { return false }
+	}
+	st := filepath.ToSlash(rel)
+	dir := path.Join(path.Dir(st), journal.Dir)
+	return func(p string) bool {
+		return p == st || strings.HasPrefix(p, st+".") || p == dir || strings.HasPrefix(p, dir+"/")
+	}
+}
+
+// measureRoot runs fn, a worker attempt in the project root, and returns
+// the files it changed there (nil when the tree could not be measured).
+func (e *engine) measureRoot(dir string, fn func()) *[]string {
+	skip := ownFiles(dir, e.opts.StateFile)
+	before := takeSnapshot(dir, skip)
+	fn()
+	if before == nil {
+		return nil
+	}
+	after := takeSnapshot(dir, skip)
+	if after == nil {
+		return nil
+	}
+	changed := after.changedSince(before)
+	return &changed
+}
+
+// expectsChanges reports whether a worker on the atom must change a file.
+func expectsChanges(a *state.Atom) bool {
+	return a == nil || a.ExpectChanges == nil || *a.ExpectChanges
+}
+
+// noChange checks a successful worker attempt against what it changed:
+// changed are the files its attempt changed (relative to the project
+// root), claimed the files it named. It returns the attempt's failure, or
+// nil when the work is there.
+func noChange(a *state.Atom, changed, claimed []string, denials []agent.Denial) error {
+	if !expectsChanges(a) {
+		return nil
+	}
+	var why string
+	switch {
+	case len(changed) == 0 && len(claimed) > 0:
+		why = fmt.Sprintf("the worker said it succeeded and claimed %s, but its attempt changed no file", strings.Join(claimed, ", "))
+	case len(changed) == 0:
+		why = "the worker said it succeeded, but its attempt changed no file (an atom whose work changes nothing declares expect_changes: false)"
+	case len(claimed) > 0 && !slices.ContainsFunc(claimed, func(c string) bool { return covered(c, changed) }):
+		why = fmt.Sprintf("the worker claimed %s, but its attempt changed none of them (it changed %s)", strings.Join(claimed, ", "), dag.OneLine(strings.Join(changed, ", "), 200))
+	default:
+		return nil
+	}
+	if len(denials) > 0 {
+		names := make([]string, len(denials))
+		for i, d := range denials {
+			names[i] = d.String()
+		}
+		return &agent.AttemptError{Kind: agent.KindPermission, Reason: "permission denied: its CLI refused " + dag.OneLine(strings.Join(names, "; "), 300) + "; " + why}
+	}
+	return &agent.AttemptError{Kind: agent.KindNoChange, Reason: "no change: " + why}
+}
+
+// covered reports whether the claim c (a file or a folder) covers one of
+// the changed files.
+func covered(c string, changed []string) bool {
+	c = path.Clean(strings.TrimPrefix(filepath.ToSlash(c), "./"))
+	return slices.ContainsFunc(changed, func(f string) bool { return c == "." || f == c || strings.HasPrefix(f, c+"/") })
+}
+
+// claimsIn makes the agent's claims relative to dir (absolute ones under
+// it), slash-separated.
+func claimsIn(dir string, claimed []string) []string {
+	var out []string
+	for _, c := range claimed {
+		if c = strings.TrimSpace(c); c == "" {
+			continue
+		}
+		if filepath.IsAbs(c) {
+			if r, err := filepath.Rel(dir, c); err == nil && !strings.HasPrefix(r, "..") {
+				c = r
+			}
+		}
+		out = append(out, path.Clean(filepath.ToSlash(c)))
+	}
+	return out
+}
+
+// refusals collects, per task, the tool calls the agents' CLIs refused, as
+// the backends report them on the attempts' goroutines.
+type refusals struct {
+	mu     sync.Mutex
+	byTask map[int][]agent.Denial
+}
+
+func (r *refusals) add(task int, d agent.Denial) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byTask == nil {
+		r.byTask = map[int][]agent.Denial{}
+	}
+	r.byTask[task] = append(r.byTask[task], d)
+}
+
+// take returns and forgets a task's refusals.
+func (r *refusals) take(task int) []agent.Denial {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.byTask[task]
+	delete(r.byTask, task)
+	return d
+}
+
+// journalRefusals records a finished attempt's refusals, one
+// permission_denied event each, and returns them.
+func (e *engine) journalRefusals(t *task, r taskResult) []agent.Denial {
+	list := e.denied.take(t.id)
+	for _, d := range r.res.Denials {
+		if !slices.Contains(list, d) {
+			list = append(list, d)
+		}
+	}
+	for _, d := range list {
+		data := map[string]any{"tool": d.Tool}
+		if d.Path != "" {
+			data["path"] = d.Path
+		}
+		if d.Why != "" {
+			data["why"] = d.Why
+		}
+		e.event(journal.Event{Type: journal.PermissionDenied, Atom: t.atom, Role: string(t.role), Attempt: t.attempt,
+			Reason: dag.OneLine(refusedLine(d), 300), Data: data})
+	}
+	return list
+}
+
+// refusedLine is a refusal for people: "Write ../out.txt refused: ...".
+func refusedLine(d agent.Denial) string {
+	s := d.String() + " refused"
+	if d.Why != "" {
+		s += ": " + d.Why
+	}
+	return s
+}
+
+// checkWork turns a successful worker attempt that changed nothing into a
+// failed one (see noChange). It runs after the merge, if any.
+func (e *engine) checkWork(t *task, r *taskResult, claimed []string, denials []agent.Denial) {
+	if r.err != nil || t.role != agent.Worker || !r.res.OK(agent.Worker) {
+		return
+	}
+	var changed []string
+	switch {
+	case r.iso != nil && r.iso.merge != nil:
+		changed = r.iso.merge.Changed
+	case r.touched != nil:
+		changed = *r.touched
+	default:
+		return // not measured: the worker's word is all there is
+	}
+	if err := noChange(e.ix.Atom(t.atom), changed, claimsIn(e.readDirFor(r), claimed), denials); err != nil {
+		var ae *agent.AttemptError
+		if a, ok := err.(*agent.AttemptError); ok {
+			ae = a
+			ae.Usage = r.res.Usage
+		}
+		r.err = ae
+	}
+}
+
+// readDirFor is the folder an attempt's claims are relative to.
+func (e *engine) readDirFor(r *taskResult) string {
+	if r.iso != nil && r.iso.attempt.Dir != "" {
+		return r.iso.attempt.Dir
+	}
+	return e.opts.Workdir
+}
