@@ -53,6 +53,8 @@ func (l local) start(ctx context.Context, t *task, in agent.Task) {
 	tid, id, attempt, role := t.id, t.atom, t.attempt, t.role
 	tctx = agent.WithStart(tctx, func(tr proc.Tree) { e.started(tid, id, attempt, tr) })
 	tctx = agent.WithActivity(tctx, func(act agent.Activity) { e.activity(tid, id, role, act) })
+	// Read here, on the coordinator's goroutine, for the attempt's own.
+	expect := expectsChanges(e.ix.Atom(id))
 	go func() {
 		start := time.Now()
 		var res agent.Result
@@ -61,7 +63,7 @@ func (l local) start(ctx context.Context, t *task, in agent.Task) {
 		var touched *[]string
 		switch {
 		case e.iso != nil && role == agent.Worker:
-			tm = &taskMerge{}
+			tm = &taskMerge{expect: expect}
 			res, err = e.isolatedRun(tctx, tid, in, tm)
 		case role == agent.Worker && e.serial:
 			touched = e.measureRoot(in.Workdir, func() { res, err = e.opts.Agent.Run(tctx, in) })

@@ -172,6 +172,12 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 	// The merge's intent is journaled, synced, before the merge: a run
 	// that dies during it finds, resumed, whether git holds the merge.
 	intent := func(commit string, changed []string) error {
+		// A worker that changed none of the files it claimed is judged
+		// before its merge, so that what it did change never reaches the
+		// integration branch (a liar's work never lands).
+		if err := noChangeBeforeMerge(a.expect, changed, claimsIn(w.Dir, res.Artifacts), e.denied.peek(taskID), res.Denials); err != nil {
+			return err
+		}
 		err := e.jr.Append(journal.Event{Type: journal.Worktree, Atom: in.Atom.ID, Attempt: in.Attempt, Reason: mergingReason,
 			Data: map[string]any{"number": w.Number, "branch": w.Branch, "commit": commit, "changed": changed, "summary": res.Summary}})
 		if err == nil {
@@ -184,6 +190,11 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 	a.merge = &mr
 	if merr != nil {
 		cleanup(false)
+		var judged *agent.AttemptError
+		if errors.As(merr, &judged) {
+			judged.Usage = res.Usage
+			return agent.Result{}, judged
+		}
 		var left *workspace.LeftBranchError
 		if errors.As(merr, &left) {
 			return agent.Result{}, &agent.AttemptError{Reason: left.Error(), Usage: res.Usage}
@@ -199,6 +210,7 @@ type taskMerge struct {
 	attempt workspace.Attempt
 	merge   *workspace.Merge
 	kept    bool
+	expect  bool // the atom expects its worker to change files (expect_changes)
 }
 
 func firstLine(s string) string {

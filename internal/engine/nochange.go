@@ -214,6 +214,29 @@ func (r *refusals) add(task int, d agent.Denial) {
 	r.byTask[task] = append(r.byTask[task], d)
 }
 
+// peek returns a task's refusals so far, keeping them.
+func (r *refusals) peek(task int) []agent.Denial {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.byTask[task])
+}
+
+// noChangeBeforeMerge is noChange for an attempt about to be merged, on its
+// own goroutine: expect is the atom's expect_changes, changed the files its
+// commit changed, claimed its claims relative to its folder.
+func noChangeBeforeMerge(expect bool, changed, claimed []string, streamed, answered []agent.Denial) error {
+	if !expect {
+		return nil
+	}
+	denials := slices.Clone(streamed)
+	for _, d := range answered {
+		if !slices.Contains(denials, d) {
+			denials = append(denials, d)
+		}
+	}
+	return noChange(nil, changed, claimed, denials)
+}
+
 // take returns and forgets a task's refusals.
 func (r *refusals) take(task int) []agent.Denial {
 	r.mu.Lock()

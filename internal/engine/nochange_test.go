@@ -5,6 +5,7 @@ package engine
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,9 +31,9 @@ func TestWhatTheWorkerChangedIsWhatCounts(t *testing.T) {
 	for _, iso := range []string{IsolationNone, IsolationWorktree} {
 		t.Run(iso, func(t *testing.T) {
 			ids := [][2]string{{"H", ""}, {"L", ""}, {"Q", ""}, {"O", ""}}
-			var path string
+			var path, repo string
 			if iso == IsolationWorktree {
-				path, _ = gitProject(t, ids, "test -f H.ok")
+				path, repo = gitProject(t, ids, "test -f H.ok")
 			} else {
 				path = project(t, atoms(ids...), func(s *state.State) {
 					s.Objective.BaseCase = &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: "test -f H.ok"}}
@@ -65,6 +66,17 @@ func TestWhatTheWorkerChangedIsWhatCounts(t *testing.T) {
 			}
 			if b := s.Binding("L"); b != nil {
 				t.Fatalf("the liar has a binding: %+v", b)
+			}
+			if repo != "" {
+				// O changed a file it did not claim: judged before its
+				// merge, so that file is on no branch, landed or not.
+				out, err := exec.Command("git", "-C", repo, "log", "--all", "--name-only", "--format=").CombinedOutput()
+				if err != nil {
+					t.Fatalf("git log: %v: %s", err, out)
+				}
+				if strings.Contains(string(out), "O.scratch") || !strings.Contains(string(out), "H.ok") {
+					t.Fatalf("files on the repository's branches:\n%s\nwant H.ok and never O.scratch", out)
+				}
 			}
 		})
 	}
