@@ -13,9 +13,9 @@ import (
 // When the base case fails with no atom left, the failing checks point at
 // the work that is missing: a resolved atom is reopened (back to pending,
 // its binding dropped, charged an attempt, the check's evidence as its
-// last failure) when a failing check is named after it, or the check's
-// command or path names a file the atom's worker claimed or its attempt
-// changed (with a worktree per attempt the binding's artifacts are the
+// last failure) when a failing check is named after it, or, when every
+// atom is resolved, the check's command or path names a file the atom's
+// worker claimed or its attempt changed (with a worktree per attempt the binding's artifacts are the
 // files the merge changed; the claims are kept beside them). An agent that lied, or
 // a later atom that broke earlier work, is caught this way and the work is
 // redone; only when no atom matches is the planner asked for new atoms.
@@ -45,6 +45,12 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 	// which of them to redo: only a check that names one atom's files, or
 	// is named after the atom, reopens it.
 	claimants := map[string]int{}
+	// While other work is unresolved (failed, parked), a check that names
+	// a resolved atom's files is explained by the missing work as well as
+	// by that atom: it reopens nothing then, or an atom whose work is
+	// there would be redone for nothing (and fail as no_change). A check
+	// named after an atom still reopens it.
+	byFiles := dag.Unresolved(e.s) == 0
 	for i := range e.s.Atoms {
 		a := &e.s.Atoms[i]
 		if a.Status != state.StatusResolved || parents[a.ID] {
@@ -66,7 +72,7 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 		}
 		b := e.s.Binding(a.ID)
 		for item, ev := range evidence {
-			if item != a.ID && (b == nil || claimants[item] != 1 || !namesAny(checks[item], e.filesOf(b))) {
+			if item != a.ID && (!byFiles || b == nil || claimants[item] != 1 || !namesAny(checks[item], e.filesOf(b))) {
 				continue
 			}
 			if e.reopens[a.ID] >= e.maxAttempts() {
