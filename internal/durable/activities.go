@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/prompt"
 	"github.com/aot-loop/aot/internal/workspace"
 )
@@ -233,6 +234,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		return res, fmt.Errorf("commit the attempt's work: %w", err)
 	}
 	res.Files, res.Unclaimed, res.Missing = mr.Changed, mr.Unclaimed, mr.Missing
+	res.ClaimsUnchanged = len(mr.Changed) > 0 && engine.ClaimsUnchanged(mr.Changed, engine.ClaimsIn(wa.Dir, r.Artifacts))
 	if mr.Commit == "" {
 		return res, nil // it changed nothing: nothing to merge
 	}

@@ -125,8 +125,13 @@ type AttemptResult struct {
 	// names it gave that changed nothing (workspace.Merge's).
 	Unclaimed []string `json:"unclaimed,omitempty"`
 	Missing   []string `json:"missing,omitempty"`
-	Worker    string   `json:"worker"` // host and pid of the worker that ran it
-	Unknown   bool     `json:"usage_unknown,omitempty"`
+	// ClaimsUnchanged: the agent named files and its commit changed none
+	// of them. Unless its atom says expect_changes: false, the attempt is
+	// no_change and its commit is not merged (absent from histories of
+	// earlier versions: false, merged as before).
+	ClaimsUnchanged bool   `json:"claims_unchanged,omitempty"`
+	Worker          string `json:"worker"` // host and pid of the worker that ran it
+	Unknown         bool   `json:"usage_unknown,omitempty"`
 	// RetryAfter is how long the provider asked to wait (rate limits).
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 }

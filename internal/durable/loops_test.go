@@ -209,10 +209,11 @@ func TestExecConformanceOnTemporalWithTwoWorkers(t *testing.T) {
 	script := `case "$AOT_ROLE:$AOT_ATOM_ID" in
 worker:W) echo W > W.txt; echo '{"success": true, "summary": "wrote W", "artifacts": ["W.txt"]}';;
 worker:L) echo '{"success": true, "summary": "wrote L", "artifacts": ["L.txt"]}';;
+worker:O) echo scratch > O.scratch; echo '{"success": true, "summary": "wrote O", "artifacts": ["O.txt"]}';;
 worker:H) sleep 300 & echo $! >> ` + pids + `; echo $$ >> ` + pids + `; wait;;
 *) echo '{"feasible": false, "findings": "no", "atoms": []}';;
 esac`
-	sf := cloneWithLoop(t, repo, "three rows", "", state.Constraints{MaxParallelAgents: 3, MaxAttemptsPerAtom: 1, MaxIterations: 3, MaxStallCount: 2}, "W", "L", "H")
+	sf := cloneWithLoop(t, repo, "three rows", "", state.Constraints{MaxParallelAgents: 4, MaxAttemptsPerAtom: 1, MaxIterations: 3, MaxStallCount: 2}, "W", "L", "O", "H")
 	m, _, err := Start(context.Background(), c, StartOptions{StateFile: sf, TaskQueue: queue, AgentTimeout: 3 * time.Second,
 		Agent: AgentChoice{Agent: "exec", Command: script}})
 	if err != nil {
@@ -235,12 +236,18 @@ esac`
 	if n := mergedTimes(t, repo, m.Base, "L"); n != 0 {
 		t.Errorf("the liar was merged %d times", n)
 	}
+	// O changed a file it did not claim and none it claimed: judged
+	// before its merge, its change is on no remote branch.
+	if n := mergedTimes(t, repo, m.Base, "O"); n != 0 {
+		t.Errorf("the worker that changed none of its claims was merged %d times", n)
+	}
 	evs, err := journal.Read(journal.PathFor(sf))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var liar *journal.Event
 	hang := false
+	kinds := map[string]string{}
 	for i, ev := range evs {
 		if ev.Type == journal.Merge && ev.Atom == "L" {
 			liar = &evs[i]
@@ -248,12 +255,18 @@ esac`
 		if ev.Type == journal.AtomFinish && ev.Atom == "H" && ev.Role == string(agent.Worker) && ev.Data["kind"] == string(agent.KindTimeout) {
 			hang = true
 		}
+		if ev.Type == journal.AtomFinish && (ev.Atom == "L" || ev.Atom == "O") && ev.Role == string(agent.Worker) {
+			kinds[ev.Atom], _ = ev.Data["kind"].(string)
+		}
 	}
 	if liar == nil || !strings.Contains(strings.Join(anyStrings(liar.Data["claimed_but_unchanged"]), ","), "L.txt") {
 		t.Errorf("the liar's claim is not recorded as unchanged: %+v", liar)
 	}
 	if !hang {
 		t.Error("the hang did not finish as a timeout")
+	}
+	if kinds["L"] != string(agent.KindNoChange) || kinds["O"] != string(agent.KindNoChange) {
+		t.Errorf("the workers' failure kinds are %v, want L and O no_change", kinds)
 	}
 	// The hang's process tree is gone.
 	data, _ := os.ReadFile(pids)

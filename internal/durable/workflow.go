@@ -385,15 +385,18 @@ func (l *loop) attemptEnded(t *attempt) {
 	t.fut = nil
 	l.finished++
 	worked := err == nil && !t.discarded && t.Role == agent.Worker && r.Kind == "" && r.Result.OK(agent.Worker) && agent.CheckBounds(r.Result) == nil
-	if worked && r.Commit != "" {
+	// A worker that changed none of the files it claimed is judged before
+	// its merge, as in a local run: what it did change is merged nowhere.
+	liar := r.ClaimsUnchanged && engine.ExpectsChanges(l.core.State().Atom(t.Atom))
+	if worked && r.Commit != "" && !liar {
 		t.res = &r
 		l.merges = append(l.merges, t.ID)
 		return
 	}
 	f := finishedOf(r, err)
 	if worked {
-		// It changed nothing: the Core sees it as a local run's merge of
-		// nothing, with what the agent claimed.
+		// It changed nothing (or nothing it claimed): the Core sees it as
+		// a local run's merge of nothing, with what the agent claimed.
 		f.Merge = &workspace.Merge{Changed: r.Files, Unclaimed: r.Unclaimed, Missing: r.Missing}
 	}
 	l.done(t, f)

@@ -139,6 +139,21 @@ func (e *engine) measureRoot(dir string, fn func()) *[]string {
 	return &changed
 }
 
+// ExpectsChanges reports whether a worker on the atom must change a file
+// (its expect_changes is not false).
+func ExpectsChanges(a *state.Atom) bool { return expectsChanges(a) }
+
+// ClaimsUnchanged reports whether a worker named files and its attempt
+// changed none of them: changed are the files it changed, claimed its
+// claims, both relative to one folder. Such an attempt is no_change and
+// is not merged (drivers other than the local one ask before merging).
+func ClaimsUnchanged(changed, claimed []string) bool {
+	return len(claimed) > 0 && !slices.ContainsFunc(claimed, func(c string) bool { return covered(c, changed) })
+}
+
+// ClaimsIn makes an agent's claims relative to its folder dir.
+func ClaimsIn(dir string, claimed []string) []string { return claimsIn(dir, claimed) }
+
 // expectsChanges reports whether a worker on the atom must change a file.
 func expectsChanges(a *state.Atom) bool {
 	return a == nil || a.ExpectChanges == nil || *a.ExpectChanges
