@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // Landing says where the loop's work is after [Manager.Land].
@@ -44,6 +47,14 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 		l.Message = "the loop committed nothing"
 		return l, m.finishRun(ctx)
 	}
+	// Two loops of one repository may land at once: one landing at a
+	// time, each looking at the person's branch and tree afresh, or both
+	// would fast-forward the same checkout from the same commit.
+	lock := flock.New(filepath.Join(m.common, "aot-land.lock"))
+	if ok, err := lock.TryLockContext(ctx, 50*time.Millisecond); !ok {
+		return Landing{}, fmt.Errorf("workspace: land: wait for another loop's landing: %v", err)
+	}
+	defer lock.Unlock()
 	short := strings.TrimPrefix(start.Branch, "refs/heads/")
 	keep := func(why, how string) (Landing, error) {
 		l.Message = fmt.Sprintf("%s left on branch %s: %s; to take it, %s", plural(n), m.intBranch, why, how)

@@ -637,3 +637,43 @@ func TestUntrackedFilesDoNotStopALandingUnlessTheWorkWouldOverwriteThem(t *testi
 		t.Fatal("the person's untracked file was overwritten")
 	}
 }
+
+// Two loops of one repository that end together both find the person's
+// branch where they started: one lands, the other keeps its work on its
+// branch, and the person's tree is exactly the landed commit's.
+func TestTwoLoopsLandingAtOnceLeaveAConsistentTree(t *testing.T) {
+	for round := range 5 {
+		root := newRepo(t, map[string]string{"README": "x\n", ".gitignore": ".claude/\n"})
+		var ms []*Manager
+		for _, loop := range []string{"one", "two"} {
+			m := start(t, root, Options{LoopID: fmt.Sprintf("%s-%d", loop, round), StateFile: filepath.Join(root, ".claude", loop, "aot-loop-state.md")})
+			a := create(t, m, "A", 1)
+			write(t, a.Dir, loop+".txt", loop+"\n")
+			finish(t, m, a)
+			remove(t, m, a)
+			ms = append(ms, m)
+		}
+		lands := make(chan Landing, 2)
+		for _, m := range ms {
+			go func() {
+				l, err := m.Land(context.Background())
+				if err != nil {
+					t.Error(err)
+				}
+				lands <- l
+			}()
+		}
+		landed := 0
+		for range ms {
+			if l := <-lands; l.Landed {
+				landed++
+			}
+		}
+		if landed != 1 {
+			t.Fatalf("round %d: %d loops landed, want 1", round, landed)
+		}
+		if got := run(t, root, "status", "--porcelain"); got != "" {
+			t.Fatalf("round %d: the person's tree after both landings:\n%s", round, got)
+		}
+	}
+}
