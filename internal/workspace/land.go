@@ -49,8 +49,14 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 	}
 	// Two loops of one repository may land at once: one landing at a
 	// time, each looking at the person's branch and tree afresh, or both
-	// would fast-forward the same checkout from the same commit.
-	lock := flock.New(filepath.Join(m.common, "aot-land.lock"))
+	// would fast-forward the same checkout from the same commit. The lock
+	// is in aot's folder for the repository (the default one, whatever
+	// --worktree-dir says), never in the person's repository.
+	lockDir := DefaultDir(m.common)
+	if err := os.MkdirAll(lockDir, 0o700); err != nil {
+		return Landing{}, fmt.Errorf("workspace: land: %w", err)
+	}
+	lock := flock.New(filepath.Join(lockDir, "land.lock"))
 	if ok, err := lock.TryLockContext(ctx, 50*time.Millisecond); !ok {
 		return Landing{}, fmt.Errorf("workspace: land: wait for another loop's landing: %v", err)
 	}
