@@ -33,20 +33,11 @@ type Landing struct {
 func (m *Manager) Land(ctx context.Context) (Landing, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.started {
-		return Landing{}, errors.New("workspace: Land before Start")
+	l, done, err := m.tally(ctx, "Land")
+	if done {
+		return l, err
 	}
-	head, start := m.head, m.start
-	count, err := m.line(ctx, m.intPath, "rev-list", "--count", start.Head+".."+head)
-	if err != nil {
-		return Landing{}, fmt.Errorf("workspace: land: %w", err)
-	}
-	n, _ := strconv.Atoi(count)
-	l := Landing{Branch: m.intBranch, Commits: n}
-	if n == 0 {
-		l.Message = "the loop committed nothing"
-		return l, m.finishRun(ctx)
-	}
+	head, start, n := m.head, m.start, l.Commits
 	// Two loops of one repository may land at once: one landing at a
 	// time, each looking at the person's branch and tree afresh, or both
 	// would fast-forward the same checkout from the same commit. The lock
@@ -133,21 +124,32 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 func (m *Manager) Leave(ctx context.Context, why string) (Landing, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	l, done, err := m.tally(ctx, "Leave")
+	if done {
+		return l, err
+	}
+	l.Message = fmt.Sprintf("%s left on branch %s, not landed: %s; to take them anyway, run `git merge %s`", plural(l.Commits), m.intBranch, why, m.intBranch)
+	return l, m.leaveBranch(ctx)
+}
+
+// tally begins the end of a run (op is Land or Leave): how many commits it
+// added to the integration branch. With none the run is finished at once
+// and done is true, as it is on an error.
+func (m *Manager) tally(ctx context.Context, op string) (l Landing, done bool, err error) {
 	if !m.started {
-		return Landing{}, errors.New("workspace: Leave before Start")
+		return Landing{}, true, errors.New("workspace: " + op + " before Start")
 	}
 	count, err := m.line(ctx, m.intPath, "rev-list", "--count", m.start.Head+".."+m.head)
 	if err != nil {
-		return Landing{}, fmt.Errorf("workspace: leave: %w", err)
+		return Landing{}, true, fmt.Errorf("workspace: %s: %w", strings.ToLower(op), err)
 	}
 	n, _ := strconv.Atoi(count)
-	l := Landing{Branch: m.intBranch, Commits: n}
+	l = Landing{Branch: m.intBranch, Commits: n}
 	if n == 0 {
 		l.Message = "the loop committed nothing"
-		return l, m.finishRun(ctx)
+		return l, true, m.finishRun(ctx)
 	}
-	l.Message = fmt.Sprintf("%s left on branch %s, not landed: %s; to take them anyway, run `git merge %s`", plural(n), m.intBranch, why, m.intBranch)
-	return l, m.leaveBranch(ctx)
+	return l, false, nil
 }
 
 // leaveBranch ends a run whose work stays on the integration branch: the
