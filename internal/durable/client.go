@@ -207,7 +207,7 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	if missing := s.Missing(); len(missing) > 0 {
 		return Marker{}, false, &engine.NotReadyError{Missing: missing}
 	}
-	if s, err = engine.EnsureLoopID(store); err != nil {
+	if s, err = engine.EnsureLoopID(store, s); err != nil {
 		return Marker{}, false, err
 	}
 	id := WorkflowID(s.Control.LoopID, o.Namespace, o.StateFile)

@@ -368,7 +368,7 @@ func (e *engine) begin() error {
 		return &NotReadyError{Missing: missing}
 	}
 	// The loop's own name, written before anything is named after it.
-	if s, err = EnsureLoopID(e.store); err != nil {
+	if s, err = EnsureLoopID(e.store, s); err != nil {
 		return err
 	}
 	_, gone := os.Stat(journal.PathFor(e.opts.StateFile))
