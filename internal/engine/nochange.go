@@ -243,13 +243,7 @@ func noChangeBeforeMerge(expect bool, changed, claimed []string, streamed, answe
 	if !expect {
 		return nil
 	}
-	denials := slices.Clone(streamed)
-	for _, d := range answered {
-		if !slices.Contains(denials, d) {
-			denials = append(denials, d)
-		}
-	}
-	return noChange(nil, changed, claimed, denials)
+	return noChange(nil, changed, claimed, joinDenials(slices.Clone(streamed), answered))
 }
 
 // take returns and forgets a task's refusals.
@@ -264,12 +258,7 @@ func (r *refusals) take(task int) []agent.Denial {
 // journalRefusals records a finished attempt's refusals, one
 // permission_denied event each, and returns them.
 func (e *engine) journalRefusals(t *task, r taskResult) []agent.Denial {
-	list := e.denied.take(t.id)
-	for _, d := range r.res.Denials {
-		if !slices.Contains(list, d) {
-			list = append(list, d)
-		}
-	}
+	list := joinDenials(e.denied.take(t.id), r.res.Denials)
 	for _, d := range list {
 		data := map[string]any{"tool": d.Tool}
 		if d.Path != "" {
@@ -282,6 +271,17 @@ func (e *engine) journalRefusals(t *task, r taskResult) []agent.Denial {
 			Reason: dag.OneLine(refusedLine(d), 300), Data: data})
 	}
 	return list
+}
+
+// joinDenials adds to seen (the refusals streamed while the agent ran) the
+// ones its answer reported that are not already there.
+func joinDenials(seen, answered []agent.Denial) []agent.Denial {
+	for _, d := range answered {
+		if !slices.Contains(seen, d) {
+			seen = append(seen, d)
+		}
+	}
+	return seen
 }
 
 // refusedLine is a refusal for people: "Write ../out.txt refused: ...".
