@@ -138,17 +138,35 @@ func (p Proposal) State(request string, qa []QA) *state.State {
 		deps := append([]string{}, a.DependsOn...)
 		atoms = append(atoms, state.Atom{ID: strings.TrimSpace(a.ID), Description: strings.TrimSpace(a.Description), DependsOn: deps})
 	}
-	return state.New(obj, atoms, body(request, qa, p.Scope))
+	return state.New(obj, atoms, body(request, qa, unanswered(p.Clarifications, qa), p.Scope))
+}
+
+// unanswered are the questions of asked that qa does not answer.
+func unanswered(asked []string, qa []QA) []string {
+	done := map[string]bool{}
+	for _, q := range qa {
+		done[oneLine(q.Question)] = true
+	}
+	var open []string
+	for _, q := range asked {
+		if q = oneLine(q); q != "" && !done[q] {
+			open = append(open, q)
+		}
+	}
+	return open
 }
 
 // body is the Markdown kept under "Original Prompt".
-func body(request string, qa []QA, scope Scope) string {
+func body(request string, qa []QA, open []string, scope Scope) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(request))
-	if len(qa) > 0 {
+	if len(qa)+len(open) > 0 {
 		b.WriteString("\n\n## Clarifications\n")
 		for _, q := range qa {
 			fmt.Fprintf(&b, "\n- %s\n  %s", oneLine(q.Question), oneLine(q.Answer))
+		}
+		for _, q := range open {
+			fmt.Fprintf(&b, "\n- %s\n  (unanswered)", q)
 		}
 	}
 	if len(scope.In)+len(scope.Out) > 0 {

@@ -34,6 +34,11 @@ func addAgentFlags(f *pflag.FlagSet, agentName, model *string, roles *[]string, 
 // buildAgents reads the agents file beside stateFile, applies the flags and
 // builds every role's agent, with logs per attempt beside the journal.
 func buildAgents(stateFile string, ch agentChoice) (agent.Agent, backend.Config, error) {
+	return buildAgentsLogging(stateFile, ch, history.LogDir(stateFile))
+}
+
+// buildAgentsLogging is buildAgents with the attempts' logs in logDir.
+func buildAgentsLogging(stateFile string, ch agentChoice, logDir string) (agent.Agent, backend.Config, error) {
 	cfg, err := backend.Load(stateFile)
 	if err != nil {
 		return nil, cfg, err
@@ -59,7 +64,7 @@ func buildAgents(stateFile string, ch agentChoice) (agent.Agent, backend.Config,
 		}
 	}
 	env := backend.Env{
-		Log:     attemptLogs(history.LogDir(stateFile)),
+		Log:     attemptLogs(logDir),
 		Prompts: prompt.Renderer{Dir: filepath.Join(filepath.Dir(stateFile), prompt.OverrideDir)},
 		Getenv:  os.Getenv,
 	}

@@ -9,12 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/align"
+	"github.com/aot-loop/aot/internal/history"
+	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -35,6 +38,10 @@ type alignOptions struct {
 	Rounds int
 
 	agents agent.Agent
+	// logDir holds the model's logs until the state is written (then they
+	// move beside the journal): a failed align writes nothing under
+	// .claude/aot-loop/.
+	logDir string
 }
 
 const alignLong = `Agree with a model on what the loop must achieve, before any work starts
@@ -96,7 +103,8 @@ func newCmdAlign(d *deps, g *globalOptions, runF func(*alignOptions) error) *cob
 				opts.AgentCommand = d.getenv("AOT_AGENT_COMMAND")
 			}
 			var err error
-			opts.agents, _, err = buildAgents(g.StateFile, agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles, Command: opts.AgentCommand})
+			opts.logDir = filepath.Join(os.TempDir(), fmt.Sprintf("aot-align-%d-%d", os.Getpid(), time.Now().UnixNano()))
+			opts.agents, _, err = buildAgentsLogging(g.StateFile, agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles, Command: opts.AgentCommand}, opts.logDir)
 			if err != nil {
 				return err
 			}
@@ -140,8 +148,9 @@ type alignObjective struct {
 	Scope            align.Scope    `json:"scope"`
 }
 
-func alignRun(ctx context.Context, opts *alignOptions) error {
+func alignRun(ctx context.Context, opts *alignOptions) (err error) {
 	path := opts.Global.StateFile
+	defer func() { err = keepAlignLogs(opts, err) }()
 	// Refuse before asking the model; the store looks again when writing.
 	if err := state.CheckPath(path); !errors.Is(err, state.ErrNotExist) {
 		if err != nil {
@@ -167,6 +176,11 @@ func alignRun(ctx context.Context, opts *alignOptions) error {
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
+		return err
+	}
+	// The model works in the project's folder, made when the state file is
+	// to be the first thing in it.
+	if err := os.MkdirAll(root, journal.DirMode); err != nil {
 		return err
 	}
 	model := &align.Model{Agent: opts.agents, Workdir: root, StateFile: abs}
@@ -226,7 +240,52 @@ func alignRun(ctx context.Context, opts *alignOptions) error {
 	if replaced != nil {
 		fmt.Fprintf(opts.IO.Out, "replaced %s (a regular file of %d bytes)\n", replaced.Path, replaced.Size)
 	}
-	fmt.Fprintf(opts.IO.Out, "wrote %s: %d checks, %d atoms\n", path, len(out.State.Objective.BaseCase.Checklist), len(ids))
+	fmt.Fprintf(opts.IO.Out, "wrote %s: %s, %s\n", path, plural(len(out.State.Objective.BaseCase.Checklist), "check"), plural(len(ids), "atom"))
 	fmt.Fprintf(opts.IO.Out, "next: aot run%s\n", stateFileFlag(path))
 	return nil
+}
+
+// keepAlignLogs moves the model's logs beside the journal once the state
+// is written; when align failed they stay where they are, outside the
+// project, and the error says where.
+func keepAlignLogs(opts *alignOptions, err error) error {
+	if opts.logDir == "" {
+		return err
+	}
+	entries, rerr := os.ReadDir(opts.logDir)
+	if rerr != nil || len(entries) == 0 {
+		_ = os.Remove(opts.logDir)
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w (the model's log: %s)", err, filepath.Join(opts.logDir, entries[0].Name()))
+	}
+	dst := history.LogDir(opts.Global.StateFile)
+	if merr := os.MkdirAll(dst, journal.DirMode); merr != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "aot: the model's log stays in %s: %v\n", opts.logDir, merr)
+		return nil
+	}
+	for _, e := range entries {
+		if merr := moveFile(filepath.Join(opts.logDir, e.Name()), filepath.Join(dst, e.Name())); merr != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "aot: the model's log stays in %s: %v\n", opts.logDir, merr)
+			return nil
+		}
+	}
+	_ = os.Remove(opts.logDir)
+	return nil
+}
+
+// moveFile renames src to dst, copying when they are on two file systems.
+func moveFile(src, dst string) error {
+	if os.Rename(src, dst) == nil {
+		return nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, data, journal.FileMode); err != nil {
+		return err
+	}
+	return os.Remove(src)
 }

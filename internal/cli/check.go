@@ -75,7 +75,7 @@ func printValidate(io *streams, path string, doc validateDoc) {
 		fmt.Fprintf(io.Out, "%s %s\n", io.paint(styleYellow, "warning:"), w)
 	}
 	if doc.Valid {
-		fmt.Fprintf(io.Out, "%s: %s (%d atoms, %d warnings)\n", path, io.status("valid"), *doc.AtomCount, len(doc.Warnings))
+		fmt.Fprintf(io.Out, "%s: %s (%s, %s)\n", path, io.status("valid"), plural(*doc.AtomCount, "atom"), plural(len(doc.Warnings), "warning"))
 		return
 	}
 	fmt.Fprintf(io.Out, "%s: %s (%d errors, %d warnings)\n", path, io.status("invalid"), len(doc.Errors), len(doc.Warnings))

@@ -73,8 +73,7 @@ func run(ctx context.Context, d *deps, args []string) int {
 	if !errors.As(err, &ce) {
 		// Anything cobra refused before a command ran: unknown command,
 		// bad flag, wrong number of arguments, a value outside an enum.
-		fmt.Fprintf(d.io.ErrOut, "aot: %s\n", err)
-		fmt.Fprint(d.io.ErrOut, cmd.UsageString())
+		fmt.Fprintf(d.io.ErrOut, "aot: %s\nRun '%s' for usage.\n", err, helpFor(cmd))
 		if jsonOut {
 			writeJSON(d.io.Out, failure{Error: sentence(err)})
 		}
@@ -89,6 +88,15 @@ func run(ctx context.Context, d *deps, args []string) int {
 		fmt.Fprintf(d.io.ErrOut, "aot: %s\n", ce.err)
 	}
 	return ce.code
+}
+
+// helpFor is the command line that prints cmd's help: "aot help run", or
+// "aot help" for the root.
+func helpFor(cmd *cobra.Command) string {
+	if !cmd.HasParent() {
+		return "aot help"
+	}
+	return "aot help " + strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
 // cmdError is an error from a command's run function, carrying its exit code.

@@ -370,7 +370,7 @@ func initRun(opts *initOptions) error {
 	if replaced != nil {
 		fmt.Fprintf(opts.IO.Out, "replaced %s (a regular file of %d bytes)\n", replaced.Path, replaced.Size)
 	}
-	fmt.Fprintf(opts.IO.Out, "wrote %s: %d checks, %d atoms\n", opts.Global.StateFile, len(opts.Checks), len(ids))
+	fmt.Fprintf(opts.IO.Out, "wrote %s: %s, %s\n", opts.Global.StateFile, plural(len(opts.Checks), "check"), plural(len(ids), "atom"))
 	fmt.Fprintf(opts.IO.Out, "next: aot gate%s\n", stateFileFlag(opts.Global.StateFile))
 	return nil
 }

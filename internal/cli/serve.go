@@ -120,7 +120,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if opts.Global.JSON {
 		writeJSON(opts.IO.Out, map[string]any{"url": srv.URL(), "addr": srv.Addr(), "loops": srv.LoopCount(), "token_file": path})
 	} else {
-		fmt.Fprintf(opts.IO.Out, "aot serve: %d loops, dashboard and API at\n  %s\n(the token is kept in %s; Ctrl-C stops serving, running loops go on)\n", srv.LoopCount(), srv.URL(), path)
+		fmt.Fprintf(opts.IO.Out, "aot serve: %s, dashboard and API at\n  %s\n(the token is kept in %s; Ctrl-C stops serving, running loops go on)\n", plural(srv.LoopCount(), "loop"), srv.URL(), path)
 	}
 	select {
 	case err := <-errc:

@@ -128,12 +128,12 @@ type taskResult struct {
 }
 
 type engine struct {
-	fx      effects // what touches the world: local, or a Core's host
-	denied  refusals
+	fx     effects // what touches the world: local, or a Core's host
+	denied refusals
 	// claims are the files each resolved atom's worker named, beside the
 	// files its attempt changed (its binding's artifacts with isolation),
 	// for the base case's failures to point at (reopen).
-	claims map[string][]string
+	claims  map[string][]string
 	opts    Options
 	store   *state.Store
 	jr      *journal.Journal

@@ -20,7 +20,12 @@ import (
 func LogDir(stateFile string) string { return filepath.Join(journal.DirFor(stateFile), "logs") }
 
 // LogName is the log file name of one attempt.
+// A run of no atom (aot align's model) is ROLE-N.log: a name never starts
+// with "-".
 func LogName(atom, role string, attempt int) string {
+	if atom == "" {
+		return fmt.Sprintf("%s-%d.log", role, attempt)
+	}
 	return fmt.Sprintf("%s-%s-%d.log", SafeName(atom), role, attempt)
 }
 
