@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/proc"
 )
@@ -132,9 +132,13 @@ func (e *Exec) Run(ctx context.Context, t Task) (Result, error) {
 	case !res.State.Success():
 		return fail(fmt.Sprintf("agent exited with %s%s", res.State, StderrHint(stderr.tail)))
 	}
-	r, err := Decode(t.Role, bytes.TrimSpace(stdout.buf))
+	answer := bytes.TrimSpace(stdout.buf)
+	if len(answer) == 0 {
+		return fail(MalformedReason(t.Role, ErrNoJSON, ""))
+	}
+	r, err := Decode(t.Role, answer)
 	if err != nil {
-		return fail("malformed answer: " + err.Error() + "; the agent printed" + quoteStart(stdout.buf))
+		return fail(MalformedReason(t.Role, err, string(stdout.buf)))
 	}
 	if usage.Known {
 		r.Usage = usage
@@ -145,30 +149,6 @@ func (e *Exec) Run(ctx context.Context, t Task) (Result, error) {
 		fmt.Fprintf(log, "--- the whole answer (%s) ---\n%s\n", strings.Join(cut, "; "), bytes.TrimSpace(stdout.buf))
 	}
 	return r, nil
-}
-
-// quoteStart quotes the start of an agent's output on one line.
-func quoteStart(out []byte) string {
-	s := bytes.TrimSpace(out)
-	if len(s) == 0 {
-		return " nothing"
-	}
-	cut := len(s) > maxQuoted
-	if cut {
-		s = s[:maxQuoted]
-		// Drop a rune cut in half.
-		for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
-			if r, size := utf8.DecodeLastRune(s); r != utf8.RuneError || size != 1 {
-				break
-			}
-			s = s[:len(s)-1]
-		}
-	}
-	q := strconv.Quote(string(s))
-	if cut {
-		q += fmt.Sprintf(" (first %d of %d bytes)", len(s), len(bytes.TrimSpace(out)))
-	}
-	return ": " + q
 }
 
 // logStdout appends the start of stdout to the attempt's log.
@@ -222,9 +202,7 @@ func StderrHint(tail []byte) string {
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]
 	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
+	s = brief.Cut(s, 300)
 	return fmt.Sprintf("; its stderr ends: %q", s)
 }
 

@@ -126,21 +126,21 @@ func TestExecStderrCapped(t *testing.T) {
 }
 
 // TestExecMalformedAnswerQuotesOutput: the reason shows what was printed,
-// on one line and bounded.
+// on one line, bounded and cut at a word, in the words every backend uses.
 func TestExecMalformedAnswerQuotesOutput(t *testing.T) {
 	_, err := (&Exec{Command: `echo hello world`}).Run(context.Background(), Task{Role: Worker, Workdir: t.TempDir()})
-	want := `malformed answer: the answer is not one JSON object: invalid character 'h' looking for beginning of value; the agent printed: "hello world"`
+	want := `malformed answer: the answer is not one JSON object: invalid character 'h' looking for beginning of value; the worker said: "hello world"`
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %s", err, want)
 	}
 	_, err = (&Exec{Command: `for i in $(seq 100); do echo "line é $i"; done`}).Run(context.Background(), Task{Role: Worker, Workdir: t.TempDir()})
 	msg := err.Error()
-	if strings.Contains(msg, "\n") || !strings.Contains(msg, `; the agent printed: "line é 1\nline é 2\n`) ||
-		!strings.HasSuffix(msg, "(first 200 of 1091 bytes)") || len(msg) > 400 {
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, `; the worker said: "line é 1 line é 2 line`) ||
+		!strings.HasSuffix(msg, `…" (1091 bytes in all)`) || strings.Contains(msg, " l…") || len(msg) > 400 {
 		t.Fatalf("reason %q", msg)
 	}
 	_, err = (&Exec{Command: `true`}).Run(context.Background(), Task{Role: Worker, Workdir: t.TempDir()})
-	if err == nil || !strings.HasSuffix(err.Error(), "; the agent printed nothing") {
+	if err == nil || err.Error() != "malformed answer: no JSON object in the answer; the worker said: nothing" {
 		t.Fatalf("err = %v", err)
 	}
 }

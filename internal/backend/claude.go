@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/prompt"
 )
 
@@ -136,7 +137,7 @@ func (c *Claude) outcome(role agent.Role, res ProcessResult, st *claudeStream) (
 		answer, found = prompt.ExtractJSON(r.Result)
 	}
 	var out agent.Result
-	var decodeErr error = fmt.Errorf("no JSON object in it")
+	decodeErr := agent.ErrNoJSON
 	if found {
 		out, decodeErr = agent.Decode(role, answer)
 	}
@@ -154,7 +155,7 @@ func (c *Claude) outcome(role agent.Role, res ProcessResult, st *claudeStream) (
 				Reason: fmt.Sprintf("permission denied: Claude Code refused %s, and the %s gave no valid answer (%v)", strings.Join(denied, ", "), role, decodeErr)}
 		}
 		return agent.Result{}, &agent.AttemptError{Kind: agent.KindMalformed, Usage: usage,
-			Reason: fmt.Sprintf("malformed answer: %v; the %s said: %s", decodeErr, role, quoteText(r.Result))}
+			Reason: agent.MalformedReason(role, decodeErr, r.Result)}
 	}
 	if len(denied) > 0 && !out.UsageLimit && !out.OK(role) {
 		note := fmt.Sprintf(" (Claude Code refused: %s)", strings.Join(denied, ", "))
@@ -515,9 +516,5 @@ func (s *claudeStream) detail(tool string, input json.RawMessage) string {
 	default:
 		d = string(input)
 	}
-	d = strings.Join(strings.Fields(d), " ")
-	if r := []rune(d); len(r) > 160 {
-		d = string(r[:160]) + "…"
-	}
-	return d
+	return brief.Line(d, 160)
 }

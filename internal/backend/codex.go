@@ -386,11 +386,11 @@ func (s *codexStream) outcome(role agent.Role, pr ProcessResult) (agent.Result, 
 	}
 	answer, ok := prompt.ExtractJSON(s.final)
 	if !ok {
-		return fail(agent.KindMalformed, fmt.Sprintf("no JSON answer in codex's final message: %q", shorten(s.final, 160)))
+		return fail(agent.KindMalformed, agent.MalformedReason(role, agent.ErrNoJSON, s.final))
 	}
 	r, err := agent.Decode(role, answer)
 	if err != nil {
-		return fail(agent.KindMalformed, fmt.Sprintf("%v; codex's final message: %q", err, shorten(s.final, 160)))
+		return fail(agent.KindMalformed, agent.MalformedReason(role, err, s.final))
 	}
 	if !r.UsageLimit && !r.OK(role) && len(s.denials) > 0 {
 		return denied()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/prompt"
 )
 
@@ -218,10 +219,7 @@ func geminiLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i] + " …"
 	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return brief.Cut(s, 200)
 }
 
 var errGeminiRateLimited = errors.New("rate limited")
@@ -276,7 +274,7 @@ func (s *geminiStream) outcome(role agent.Role, res ProcessResult, watch *gemini
 	if ok {
 		r, err = agent.Decode(role, answer)
 	} else {
-		err = errors.New("no JSON answer")
+		err = agent.ErrNoJSON
 	}
 	if err != nil {
 		if len(s.denied) > 0 {
@@ -286,7 +284,7 @@ func (s *geminiStream) outcome(role agent.Role, res ProcessResult, watch *gemini
 		if said == "" && len(s.warnings) > 0 {
 			return fail(agent.KindMalformed, fmt.Sprintf("no answer; gemini said: %s", geminiLine(s.warnings[len(s.warnings)-1])))
 		}
-		return fail(agent.KindMalformed, fmt.Sprintf("%v; the answer starts: %q", err, shorten(said, 200)))
+		return fail(agent.KindMalformed, agent.MalformedReason(role, err, said))
 	}
 	r.Usage = usage
 	r.ToolCalls = s.calls

@@ -215,11 +215,11 @@ func (l *llm) decode(role agent.Role, rep llmReply) (agent.Result, error) {
 	}
 	data, ok := prompt.ExtractJSON(rep.Text)
 	if !ok {
-		return fail(agent.KindMalformed, "no JSON answer from %s%s; it said: %s", l.model, cut, quoteText(rep.Text))
+		return fail(agent.KindMalformed, "%s", agent.MalformedReason(role, fmt.Errorf("%w%s", agent.ErrNoJSON, cut), rep.Text))
 	}
 	r, err := agent.Decode(role, data)
 	if err != nil {
-		return fail(agent.KindMalformed, "%v%s; %s said: %s", err, cut, l.model, quoteText(rep.Text))
+		return fail(agent.KindMalformed, "%s", agent.MalformedReason(role, fmt.Errorf("%w%s", err, cut), rep.Text))
 	}
 	if r.UsageLimit {
 		// A quota is the API's to report, in its status, never the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/proc"
 )
@@ -180,11 +181,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // shorten trims s and cuts it to at most n runes, marking a cut with "…":
 // the start of what an agent said, for a reason text or a progress line.
 func shorten(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
+	return brief.Cut(s, n)
 }
 
 // oneLine squeezes s onto one short line.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -273,11 +274,7 @@ func parentBinding(s *state.State, parent string, kids []string) state.Binding {
 // cuts it to max runes with an ellipsis: the short form of a description,
 // reason or evidence for lines people read.
 func OneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
+	return brief.Line(s, max)
 }
 
 // SetStatus changes an atom's status: pending -> in_progress -> resolved, and
