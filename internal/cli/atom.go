@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/hooks"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -59,12 +61,14 @@ type atomSetOptions struct {
 	Global *globalOptions
 	ID     string
 	Status string
+	getenv func(string) string
+	now    func() time.Time
 }
 
 var atomStatuses = []string{state.StatusPending, state.StatusInProgress, state.StatusResolved}
 
 func newCmdAtomSet(d *deps, g *globalOptions, runF func(*atomSetOptions) error) *cobra.Command {
-	opts := &atomSetOptions{IO: d.io, Global: g}
+	opts := &atomSetOptions{IO: d.io, Global: g, getenv: d.getenv, now: d.now}
 	return &cobra.Command{
 		Use:   "set ID STATUS",
 		Short: "Set an atom's status (pending, in_progress, resolved)",
@@ -94,11 +98,22 @@ type atomSetDoc struct {
 }
 
 func atomSetRun(opts *atomSetOptions) error {
+	from := ""
 	_, err := update(opts.Global, func(s *state.State) error {
+		if a := s.Atom(opts.ID); a != nil {
+			from = a.Status
+		}
 		return dag.SetStatus(s, opts.ID, opts.Status)
 	})
 	if err != nil {
 		return err
+	}
+	if opts.getenv != nil {
+		if o := hooks.CallerOwner(opts.Global.StateFile, opts.getenv); o != nil {
+			if err := sessionAtom(opts.Global.StateFile, o, opts.ID, from, opts.Status, opts.now()); err != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "aot: warning: the session's work on %s could not be journaled: %v\n", opts.ID, err)
+			}
+		}
 	}
 	if opts.Global.JSON {
 		writeJSON(opts.IO.Out, atomSetDoc{Success: true, AtomID: opts.ID, Status: opts.Status})

@@ -285,8 +285,15 @@ func controlStatusRun(opts *controlStatusOptions) error {
 		if opts.getenv != nil {
 			if owned, err := hooks.RecordOwner(opts.Global.StateFile, opts.getenv, opts.now()); err != nil {
 				fmt.Fprintf(opts.IO.ErrOut, "aot: warning: the session could not be recorded as the loop's owner: %v\n", err)
-			} else if owned && !opts.Global.JSON {
-				fmt.Fprintln(opts.IO.Out, "this session owns the loop: its stop hook continues it")
+			} else if owned {
+				if o := hooks.CallerOwner(opts.Global.StateFile, opts.getenv); o != nil {
+					if err := sessionStarted(opts.Global.StateFile, o, opts.now()); err != nil {
+						fmt.Fprintf(opts.IO.ErrOut, "aot: warning: the session's start could not be journaled: %v\n", err)
+					}
+				}
+				if !opts.Global.JSON {
+					fmt.Fprintln(opts.IO.Out, "this session owns the loop: its stop hook continues it")
+				}
 			}
 		}
 	case state.ControlStopped, state.ControlCompleted:

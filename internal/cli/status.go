@@ -17,6 +17,7 @@ import (
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/history"
+	"github.com/aot-loop/aot/internal/hooks"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
@@ -143,6 +144,15 @@ type atomSpendDoc struct {
 	DurationMS int64   `json:"duration_ms"`
 }
 
+type sessionDoc struct {
+	Client string `json:"client"`
+	ID     string `json:"id"`
+	Since  string `json:"since"`
+	// Resume is how a person brings the session back when it ended
+	// before the loop did.
+	Resume string `json:"resume"`
+}
+
 type statusDoc struct {
 	Goal          string         `json:"goal"`
 	Status        string         `json:"status"`
@@ -164,6 +174,9 @@ type statusDoc struct {
 	QuotaWaitUntil string `json:"quota_wait_until,omitempty"`
 	// Paused is set while a person holds the running loop (aot pause).
 	Paused *engine.PauseInfo `json:"paused,omitempty"`
+	// Session is the client session that drives an in-session loop (the
+	// plugin's enter-recursion): no engine runs it, its stop hook does.
+	Session *sessionDoc `json:"session,omitempty"`
 	// Workflow is what a loop's Temporal workflow answered (aot run
 	// --engine temporal), when it could be asked.
 	Workflow     *workflowDoc    `json:"workflow,omitempty"`
@@ -196,6 +209,9 @@ func gatherStatus(io *streams, g *globalOptions, events int) (*statusView, error
 		EngineRunning: held, EnginePID: pid, Iteration: s.Control.Iteration, StallCount: s.Control.StallCount,
 		Atoms:        statusAtomsDoc{Total: len(s.Atoms), Unresolved: dag.Unresolved(s), InProgress: []string{}},
 		RecentEvents: []journal.Event{},
+	}
+	if o, err := hooks.ReadOwner(g.StateFile); err == nil && o != nil && !held && s.Control.Status == state.ControlRunning {
+		doc.Session = &sessionDoc{Client: string(o.Client), ID: o.SessionID, Since: o.ClaimedAt, Resume: o.ResumeHint()}
 	}
 	if p, ok := engine.Paused(g.StateFile); ok && held {
 		doc.Paused = &p
@@ -294,6 +310,9 @@ func writeStatus(io *streams, v *statusView) {
 	engineLine := "not running"
 	if doc.EngineRunning {
 		engineLine = fmt.Sprintf("running (pid %d)", doc.EnginePID)
+	}
+	if se := doc.Session; se != nil {
+		engineLine = fmt.Sprintf("none: in-session, waiting for its %s session %s (if that session has ended: %s)", se.Client, se.ID, se.Resume)
 	}
 	fmt.Fprintf(tw, "Loop\t%s, iteration %d, stall %d/%d, engine %s\n", io.status(doc.Status), doc.Iteration, doc.StallCount, s.Objective.Constraints.MaxStallCount, engineLine)
 	if doc.StopReason != nil {

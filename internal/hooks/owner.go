@@ -201,3 +201,31 @@ func plainValue(v string) (string, bool, error) {
 	}
 	return v, v != "", nil
 }
+
+// CallerOwner is the loop's owner when the calling process runs inside it
+// (a command its shell tool ran), else nil.
+func CallerOwner(stateFile string, getenv func(string) string) *Owner {
+	o, err := ReadOwner(stateFile)
+	if err != nil || o == nil {
+		return nil
+	}
+	for _, e := range sessionEnv {
+		if o.owns(e.client, getenv(e.name)) {
+			return o
+		}
+	}
+	return nil
+}
+
+// ResumeHint is how a person brings an owning session back: the client's
+// command that resumes it, then the plugin's command that continues the
+// loop.
+func (o *Owner) ResumeHint() string {
+	switch o.Client {
+	case Claude:
+		return "claude --resume " + o.SessionID + ", then /aot-loop:enter-recursion"
+	case Codex:
+		return "codex resume " + o.SessionID + ", then ask it to continue the loop"
+	}
+	return "open a session of " + string(o.Client) + " and start the loop again"
+}
