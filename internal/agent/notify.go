@@ -31,6 +31,11 @@ type Activity struct {
 	// what it said. The engine journals it as permission_denied.
 	Refused bool
 	Why     string
+	// Retry is set when the agent's CLI itself calls the model again after
+	// a failed call (a 429, a 5xx, a dropped connection); Detail says what
+	// failed and when it tries again. The engine journals it as
+	// model_retry.
+	Retry bool
 }
 
 type activityKey struct{}

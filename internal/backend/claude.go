@@ -329,6 +329,22 @@ type claudeRetry struct {
 	Error        string  `json:"error"`
 }
 
+// describe says a retry for people: "the model call failed (HTTP 429
+// rate_limit); Claude Code calls it again in 6s (retry 2)".
+func (r claudeRetry) describe(n int) string {
+	what := "the model call failed"
+	switch {
+	case r.Status > 0 && r.Error != "":
+		what += fmt.Sprintf(" (HTTP %d %s)", r.Status, r.Error)
+	case r.Status > 0:
+		what += fmt.Sprintf(" (HTTP %d)", r.Status)
+	case r.Error != "":
+		what += " (" + r.Error + ")"
+	}
+	d := time.Duration(r.RetryDelayMS * float64(time.Millisecond)).Round(100 * time.Millisecond)
+	return fmt.Sprintf("%s; Claude Code calls it again in %s (retry %d)", what, d, n)
+}
+
 type claudeUsage struct {
 	InputTokens         int64 `json:"input_tokens"`
 	OutputTokens        int64 `json:"output_tokens"`
@@ -380,6 +396,7 @@ func (s *claudeStream) line(b []byte) {
 		if e.Subtype == "api_retry" {
 			s.retries++
 			s.lastRetry = e.claudeRetry
+			s.activity(agent.Activity{Retry: true, Detail: s.lastRetry.describe(s.retries)})
 		}
 	case "assistant":
 		if e.Message.Model == "<synthetic>" {

@@ -239,7 +239,7 @@ func (s *codexStream) line(b []byte) {
 		// "Reconnecting... 2/5 (...)" is Codex retrying on its own: shown
 		// so a stalled model is told from a working agent, not fatal.
 		if strings.HasPrefix(e.Message, "Reconnecting...") {
-			s.activity(agent.Activity{Detail: oneLine(e.Message)})
+			s.activity(agent.Activity{Retry: true, Detail: "codex: " + oneLine(e.Message)})
 		} else if e.Message != "" {
 			s.failure = e.Message
 		}

@@ -85,8 +85,8 @@ func (g *Gemini) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	if retries <= 0 {
 		retries = 2
 	}
-	watch := &geminiRetries{limit: retries, stop: cancel}
 	st := &geminiStream{activity: agent.ActivityFunc(ctx), tools: map[string]string{}}
+	watch := &geminiRetries{limit: retries, stop: cancel, notify: st.activity}
 	p := Process{
 		Bin: g.Bin, Args: g.args(t.Role), Env: g.Env, Dir: t.Workdir,
 		Stdin: []byte(text), Timeout: g.Timeout,
@@ -365,8 +365,10 @@ func geminiQuotaReset(now time.Time) string {
 // its own retries of a failed model call, and stops the run once it has
 // retried limit times.
 type geminiRetries struct {
-	limit int
-	stop  context.CancelCauseFunc
+	limit  int
+	stop   context.CancelCauseFunc
+	notify func(agent.Activity) // told of each retry once
+	told   int
 
 	mu      sync.Mutex
 	tail    []byte // the end of the previous write, for a line split in two
@@ -403,6 +405,14 @@ func (w *geminiRetries) Write(p []byte) (int, error) {
 		if d := geminiDelay(string(rest)); d > 0 {
 			w.after = d
 		}
+	}
+	if w.attempt > w.told && w.notify != nil {
+		w.told = w.attempt
+		detail := fmt.Sprintf("the model call failed with %s; gemini calls it again (retry %d)", w.failure, w.attempt)
+		if w.after > 0 {
+			detail = fmt.Sprintf("the model call failed with %s; gemini calls it again in %s (retry %d)", w.failure, w.after.Round(100*time.Millisecond), w.attempt)
+		}
+		w.notify(agent.Activity{Retry: true, Detail: detail})
 	}
 	if w.attempt >= w.limit {
 		w.stop(errGeminiRateLimited)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -325,6 +326,9 @@ func writeStatus(io *streams, v *statusView) {
 	if refused := refusedTools(v.Events, 3); refused != "" {
 		fmt.Fprintf(tw, "Refused tools\t%s\n", refused)
 	}
+	if r := retried(v.Events, 3); r != "" {
+		fmt.Fprintf(tw, "Retries\t%s\n", r)
+	}
 	if kept := keptWorktrees(v.Events); len(kept) > 0 {
 		fmt.Fprintf(tw, "Kept attempts\t%s\n", strings.Join(kept, "; "))
 	}
@@ -373,9 +377,22 @@ func confinedLine(st confine.Status) string {
 // refusedTools names the last n tool calls the agents' CLIs refused
 // (permission_denied events), with how many there were in all.
 func refusedTools(events []journal.Event, n int) string {
+	return lastOf(events, n, journal.PermissionDenied)
+}
+
+// retried lists the last n retries of model calls and activities, with
+// how many there were in all ("" when none): whichever layer retried, the
+// agent's CLI (model_retry) or Temporal (attempt_retry).
+func retried(events []journal.Event, n int) string {
+	return lastOf(events, n, journal.ModelRetry, "attempt_retry")
+}
+
+// lastOf lists the last n events of the types, by atom and attempt, with
+// how many there were in all.
+func lastOf(events []journal.Event, n int, types ...string) string {
 	var all []string
 	for _, ev := range events {
-		if ev.Type == journal.PermissionDenied {
+		if slices.Contains(types, ev.Type) {
 			all = append(all, fmt.Sprintf("%s attempt %d: %s", ev.Atom, ev.Attempt, dag.OneLine(ev.Reason, 100)))
 		}
 	}

@@ -128,8 +128,9 @@ type taskResult struct {
 }
 
 type engine struct {
-	fx     effects // what touches the world: local, or a Core's host
-	denied refusals
+	fx      effects // what touches the world: local, or a Core's host
+	denied  perTask[agent.Denial]
+	retried perTask[string] // the model calls each task's CLI retried
 	// claims are the files each resolved atom's worker named, beside the
 	// files its attempt changed (its binding's artifacts with isolation),
 	// for the base case's failures to point at (reopen).
@@ -328,6 +329,11 @@ func (e *engine) activity(id int, atom string, role agent.Role, a agent.Activity
 	if a.Refused {
 		e.denied.add(id, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: a.Why})
 		e.say("%s %s refused: %s", who, a.Tool, dag.OneLine(strings.TrimPrefix(a.Detail+": "+a.Why, ": "), 160))
+		return
+	}
+	if a.Retry {
+		e.retried.add(id, a.Detail)
+		e.say("%s: %s", who, dag.OneLine(a.Detail, 160))
 		return
 	}
 	if a.Tool == "" {

@@ -213,24 +213,25 @@ func claimsIn(dir string, claimed []string) []string {
 	return out
 }
 
-// refusals collects, per task, the tool calls the agents' CLIs refused, as
-// the backends report them on the attempts' goroutines.
-type refusals struct {
+// perTask collects, per task, what its agent's CLI said while it ran (the
+// tool calls it refused, the model calls it retried), on the attempts'
+// goroutines, until the attempt's end journals them.
+type perTask[T any] struct {
 	mu     sync.Mutex
-	byTask map[int][]agent.Denial
+	byTask map[int][]T
 }
 
-func (r *refusals) add(task int, d agent.Denial) {
+func (r *perTask[T]) add(task int, d T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byTask == nil {
-		r.byTask = map[int][]agent.Denial{}
+		r.byTask = map[int][]T{}
 	}
 	r.byTask[task] = append(r.byTask[task], d)
 }
 
-// peek returns a task's refusals so far, keeping them.
-func (r *refusals) peek(task int) []agent.Denial {
+// peek returns what a task's CLI said so far, keeping it.
+func (r *perTask[T]) peek(task int) []T {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.byTask[task])
@@ -246,8 +247,8 @@ func noChangeBeforeMerge(expect bool, changed, claimed []string, streamed, answe
 	return noChange(nil, changed, claimed, joinDenials(slices.Clone(streamed), answered))
 }
 
-// take returns and forgets a task's refusals.
-func (r *refusals) take(task int) []agent.Denial {
+// take returns and forgets what a task's CLI said.
+func (r *perTask[T]) take(task int) []T {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.byTask[task]
@@ -258,6 +259,9 @@ func (r *refusals) take(task int) []agent.Denial {
 // journalRefusals records a finished attempt's refusals, one
 // permission_denied event each, and returns them.
 func (e *engine) journalRefusals(t *task, r taskResult) []agent.Denial {
+	for _, detail := range e.retried.take(t.id) {
+		e.event(journal.Event{Type: journal.ModelRetry, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: dag.OneLine(detail, 300)})
+	}
 	list := joinDenials(e.denied.take(t.id), r.res.Denials)
 	for _, d := range list {
 		data := map[string]any{"tool": d.Tool}

@@ -92,6 +92,11 @@ const (
 // why.
 const PermissionDenied = "permission_denied"
 
+// ModelRetry: the agent's CLI itself called the model again after a failed
+// call (a 429, a 5xx, a dropped connection); reason: what failed and when
+// it tried again. Journaled at the attempt's end, one per retry.
+const ModelRetry = "model_retry"
+
 // Event is one line of the journal. Fields that do not apply are left out.
 type Event struct {
 	Time       time.Time      `json:"time"`
