@@ -143,7 +143,11 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 				return runRun(cmd.Context(), opts)
 			}
 			var err error
-			opts.agents, opts.agentsCfg, err = buildAgents(opts.Global.StateFile, agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles, Command: opts.AgentCommand})
+			if opts.Engine == engineTemporal {
+				err = checkLoopAgents(agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles})
+			} else {
+				opts.agents, opts.agentsCfg, err = buildAgents(opts.Global.StateFile, agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles, Command: opts.AgentCommand})
+			}
 			if err != nil {
 				return err
 			}
