@@ -1,14 +1,20 @@
 package durable
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/state"
 )
 
 func TestAllowMatchesWholeCommandLinesWordByWord(t *testing.T) {
@@ -117,5 +123,79 @@ func TestChooseAgentTakesTheWorkersOwnAndRefusesTheRest(t *testing.T) {
 				t.Errorf("ChooseAgent (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// choosingAgents builds, as aot worker does, only what ChooseAgent gives.
+func choosingAgents(own backend.Config, allow Allow) func(AgentChoice, agent.Role, AgentDirs) (agent.Agent, error) {
+	return func(ch AgentChoice, role agent.Role, _ AgentDirs) (agent.Agent, error) {
+		s, err := ChooseAgent(own, allow, ch, role)
+		if err != nil {
+			return nil, err
+		}
+		return backend.New(backend.Config{Spec: s}, backend.Env{})
+	}
+}
+
+// A refused attempt runs nothing and pushes nothing; its result says it
+// was refused, by whom and why. A refused judge fails the verification
+// for good (no retry can mend it).
+func TestARefusedAgentRunsNothing(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	a.NewAgent = choosingAgents(backend.Config{Spec: backend.Spec{Agent: "exec", Command: "echo '{\"success\": false}'"}}, Allow{})
+	marker := filepath.Join(t.TempDir(), "ran")
+	in := attemptInput(repo, seed, "A", "touch "+marker+`; echo a > a.txt; echo '{"success": true, "summary": "a"}'`)
+	res, err := a.Attempt(context.Background(), in)
+	if err != nil {
+		t.Fatalf("a refusal is a result, not an error: %v", err)
+	}
+	if !res.Refused || !strings.HasPrefix(res.Reason, `worker test-worker refused the command "touch `) || res.Kind != agent.KindCrash {
+		t.Errorf("result: %+v", res)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused command ran (%v)", err)
+	}
+	if got := branchOf(t, repo, in.Branch); got != "" {
+		t.Errorf("a refused attempt pushed %s", in.Branch)
+	}
+	// The same worker's own agent is no refusal.
+	if res, err := a.Attempt(context.Background(), attemptInput(repo, seed, "B", "")); err != nil || res.Refused {
+		t.Errorf("the worker's own agent: %+v, %v", res, err)
+	}
+
+	judged := []byte(strings.Replace(verifyState, "%s", `      - item: "reads well"
+        check:
+          type: assertion
+          value: "README.md reads well"`, 1))
+	_, err = a.Verify(context.Background(), VerifyInput{Repo: repo, Commit: seed, State: judged, Judge: true,
+		Agent: AgentChoice{Roles: map[string]string{"judge": "claude"}}})
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || !ae.NonRetryable() || !strings.Contains(err.Error(), "worker test-worker refused the claude agent") {
+		t.Errorf("a refused judge: %v", err)
+	}
+	noWorktrees(t, a)
+}
+
+// A worker's refusal stops the loop at once with the worker's reason: no
+// attempt of any other atom starts, no attempt is retried.
+func TestWorkflowStopsAtARefusal(t *testing.T) {
+	w := newWorld()
+	const why = `worker w1 refused the command "sh evil.sh": it is not this worker's own`
+	w.answer = func(in AttemptInput) (AttemptResult, error) {
+		return AttemptResult{Kind: agent.KindCrash, Reason: why, Refused: true, Worker: "w1"}, nil
+	}
+	r := newRun(t, w)
+	out := r.execute(t, input(loopState(state.Constraints{MaxParallelAgents: 1, MaxAttemptsPerAtom: 5, MaxStallCount: 10},
+		[]state.Atom{atom("A"), atom("B")}, nil)))
+	wantReason(t, out, engine.Failed)
+	if out.Message != why {
+		t.Errorf("message %q, want the worker's reason", out.Message)
+	}
+	if d := cmp.Diff([]string{"A#1"}, w.tried()); d != "" {
+		t.Errorf("attempts (-want +got):\n%s", d)
+	}
+	if s, _ := r.final(t); s.Control.Status != state.ControlStopped {
+		t.Errorf("control %+v", s.Control)
 	}
 }
