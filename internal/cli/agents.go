@@ -71,6 +71,11 @@ func checkLoopAgents(ch agentChoice) error {
 	if err := cfg.Override(ch.Agent, ch.Model, ch.Roles); err != nil {
 		return usagef("%v", err)
 	}
+	return knownAgents(cfg)
+}
+
+// knownAgents refuses a backend name that names no backend.
+func knownAgents(cfg backend.Config) error {
 	for _, role := range agent.Roles {
 		if name := cfg.For(role).Agent; !slices.Contains(backend.Names(), name) {
 			return usagef("unknown agent %q (available: %s)", name, strings.Join(backend.Names(), ", "))

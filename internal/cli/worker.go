@@ -116,6 +116,9 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 			if err != nil {
 				return usagef("%v", err)
 			}
+			if err := knownAgents(own); err != nil {
+				return err
+			}
 			for _, p := range opts.Allow.Patterns {
 				if err := durable.CheckPattern(p); err != nil {
 					return usagef("--allow-loop-command %q: %v", p, err)

@@ -18,8 +18,9 @@ import (
 // A loop that brings its own command (aot run --agent-command) runs it on
 // a worker only where the worker allows it: a worker with an agent of its
 // own refuses it (the script never runs; aot run stops at once, exit 1,
-// naming the worker and the command), a worker whose --allow-loop-command
-// pattern matches it runs it.
+// naming the worker and the command) and runs its own agent for a loop
+// that names none; a worker whose --allow-loop-command pattern matches
+// the command runs it.
 func TestWorkersRunOnlyTheCommandsTheyAllow(t *testing.T) {
 	start := aotProcesses(t)
 	agents := filepath.Join(t.TempDir(), "agents")
@@ -96,6 +97,19 @@ func TestWorkersRunOnlyTheCommandsTheyAllow(t *testing.T) {
 	}
 	if st, err := state.NewStore(sf).Read(); err != nil || st.Control.Status != state.ControlStopped {
 		t.Errorf("the local state after the refusal: %v %+v", err, st.Control)
+	}
+
+	// A loop that names no agent runs the worker's own.
+	_, _, ws2, _ := temporalProject(t, "file A", "test -f A.txt", 1, state.Atom{ID: "A", Description: "write A.txt"})
+	run, out = start("aot run, the worker's agent", ws2, "run", "--engine", "temporal", "--task-queue", "refuse")
+	if code := exit(run, out); code != 0 || !strings.Contains(out.String(), "completed (completed)") || strings.Contains(out.String(), "workers must allow") {
+		t.Errorf("aot run with the worker's own agent exited %d:\n%s", code, out)
+	}
+	if got, err := os.ReadFile(filepath.Join(ws2, "A.txt")); err != nil || string(got) != "A\n" {
+		t.Errorf("the work of the worker's own agent did not land: %q %v", got, err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the loop's command ran (%v)", err)
 	}
 
 	// A worker whose pattern matches the command runs it (it has no
