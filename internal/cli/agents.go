@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -46,15 +47,7 @@ func buildAgentsLogging(stateFile string, ch agentChoice, logDir string) (agent.
 	if err := cfg.Override(ch.Agent, ch.Model, ch.Roles); err != nil {
 		return nil, cfg, usagef("%v", err)
 	}
-	if ch.Command != "" {
-		cfg.Command = ch.Command
-		for r, s := range cfg.Roles {
-			if s.Agent == "" || s.Agent == "exec" {
-				s.Command = ch.Command
-				cfg.Roles[r] = s
-			}
-		}
-	}
+	setCommand(&cfg, ch.Command)
 	for _, role := range agent.Roles {
 		if s := cfg.For(role); s.Agent == "exec" && strings.TrimSpace(s.Command) == "" {
 			if ch.Agent == "" && cfg.Path == "" {
@@ -73,6 +66,42 @@ func buildAgentsLogging(stateFile string, ch agentChoice, logDir string) (agent.
 		return nil, cfg, usagef("%v", err)
 	}
 	return a, cfg, nil
+}
+
+// checkLoopAgents checks the agent flags of a loop on Temporal, whose
+// workers build the agents from their own configuration (aot worker): the
+// roles' syntax and the backends' names.
+func checkLoopAgents(ch agentChoice) error {
+	var cfg backend.Config
+	if err := cfg.Override(ch.Agent, ch.Model, ch.Roles); err != nil {
+		return usagef("%v", err)
+	}
+	return knownAgents(cfg)
+}
+
+// knownAgents refuses a backend name that names no backend.
+func knownAgents(cfg backend.Config) error {
+	for _, role := range agent.Roles {
+		if name := cfg.For(role).Agent; !slices.Contains(backend.Names(), name) {
+			return usagef("unknown agent %q (available: %s)", name, strings.Join(backend.Names(), ", "))
+		}
+	}
+	return nil
+}
+
+// setCommand gives the exec agent command (--agent-command): the
+// default's and every exec role's; "" changes nothing.
+func setCommand(cfg *backend.Config, command string) {
+	if command == "" {
+		return
+	}
+	cfg.Command = command
+	for r, s := range cfg.Roles {
+		if s.Agent == "" || s.Agent == "exec" {
+			s.Command = command
+			cfg.Roles[r] = s
+		}
+	}
 }
 
 // attemptLogs opens each attempt's log in logDir, one file per atom, role

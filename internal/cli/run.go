@@ -143,7 +143,11 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 				return runRun(cmd.Context(), opts)
 			}
 			var err error
-			opts.agents, opts.agentsCfg, err = buildAgents(opts.Global.StateFile, agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles, Command: opts.AgentCommand})
+			if opts.Engine == engineTemporal {
+				err = checkLoopAgents(agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles})
+			} else {
+				opts.agents, opts.agentsCfg, err = buildAgents(opts.Global.StateFile, agentChoice{Agent: opts.Agent, Model: opts.Model, Roles: opts.Roles, Command: opts.AgentCommand})
+			}
 			if err != nil {
 				return err
 			}
@@ -169,7 +173,7 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 	f.BoolVar(&opts.KeepFailed, "keep-failed", false, "keep failed attempts' worktrees and branches for a look (aot status lists them)")
 	f.StringVar(&opts.WorktreeDir, "worktree-dir", os.Getenv("AOT_WORKTREE_DIR"), "where the attempts' worktrees live, one folder per loop (default: the user cache folder, aot/worktrees/<repository>-<hash>; env AOT_WORKTREE_DIR)")
 	f.StringVar(&opts.Confine, "confine", confine.ModeAuto, "auto (Linux with Landlock: agents may write only in their workdir, its git folders, the temp folder, the state file's folder and their CLIs' folders) or off")
-	f.StringVar(&opts.Engine, "engine", engineLocal, "local (this process coordinates) or temporal (a Temporal workflow, attempts on aot workers; TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE)")
+	f.StringVar(&opts.Engine, "engine", engineLocal, "local (this process coordinates) or temporal (a Temporal workflow, attempts on aot workers, which run only their own agents: --agent picks one by name; TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE)")
 	f.StringVar(&opts.TaskQueue, "task-queue", "aot", "temporal: the task queue the aot workers poll")
 	f.StringVar(&opts.Remote, "remote", "origin", "temporal: the git remote the workers fetch from and push to")
 	f.BoolVar(&opts.Detach, "detach", false, "start the engine in the background (its own session, output in the loop's folder: run.out) and return once it runs")

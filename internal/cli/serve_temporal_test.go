@@ -120,7 +120,7 @@ func TestServeShowsAndSteersALoopOnTemporal(t *testing.T) {
 		`echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`
 
 	const queue = "serve-e2e"
-	wout, werr, _, wdone := inBackground(t, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache"), "--identity", "w1", "--grace", "1s")
+	wout, werr, _, wdone := inBackground(t, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache"), "--identity", "w1", "--grace", "1s", "--agent-command", agent)
 	until(t, "the worker polls", 30*time.Second, func() bool {
 		select {
 		case code := <-wdone:

@@ -42,6 +42,9 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 		Attach: opts.Attach,
 	}
 	so.Address, so.Namespace = durable.Where()
+	if opts.AgentCommand != "" && opts.Attach == "" {
+		fmt.Fprintln(opts.IO.ErrOut, "[temporal] --agent-command (or AOT_AGENT_COMMAND): workers must allow the loop's own command (aot worker --allow-loop-command PATTERN, --allow-loop-commands) unless it is theirs (aot worker --agent-command); a worker that refuses it stops the loop")
+	}
 	m, attached, err := durable.Start(ctx, c, so)
 	if err != nil {
 		return err

@@ -38,7 +38,7 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 		`echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`
 
 	const queue = "recipe"
-	workerProcesses(t, start, ws, root, queue)
+	workerProcesses(t, start, ws, root, queue, "--agent-command", agent)
 
 	// aot run attaches; once four agents run, Ctrl-C detaches.
 	run1, out1 := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", agent)
@@ -181,11 +181,13 @@ func aotProcesses(t *testing.T) startFunc {
 }
 
 // workerProcesses starts two aot worker processes on queue, caches in
-// root, and waits until both poll.
-func workerProcesses(t *testing.T, start startFunc, dir, root, queue string) {
+// root, with the flags in extra (their agents), and waits until both
+// poll.
+func workerProcesses(t *testing.T, start startFunc, dir, root, queue string, extra ...string) {
 	t.Helper()
 	for _, w := range []string{"w1", "w2"} {
-		_, out := start(w, dir, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache-"+w), "--identity", w, "--grace", "1s", "--max-activities", "2")
+		args := append([]string{"worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache-"+w), "--identity", w, "--grace", "1s", "--max-activities", "2"}, extra...)
+		_, out := start(w, dir, args...)
 		until(t, w+" polls", 60*time.Second, func() bool { return strings.Contains(out.String(), "polling task queue "+queue) })
 	}
 }
@@ -214,10 +216,10 @@ func TestTemporalTwoClonesWithDifferentGoalsFromTheCLI(t *testing.T) {
 	gitIn(t, ws2, "commit", "-q", "-m", "another loop")
 
 	const queue = "two-clones"
-	workerProcesses(t, start, ws1, root, queue)
 	gate := filepath.Join(root, "gate")
 	agent := `i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; ` +
 		`echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`
+	workerProcesses(t, start, ws1, root, queue, "--agent-command", agent)
 	run := func(name, dir string, args ...string) (*exec.Cmd, *lockedBuffer) {
 		return start(name, dir, append([]string{"run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", agent}, args...)...)
 	}

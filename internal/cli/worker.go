@@ -4,12 +4,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +31,7 @@ type workerOptions struct {
 	Grace         time.Duration
 	Agents        agentChoice // defaults under each loop's own choice
 	AgentsFile    string
+	Allow         durable.Allow // the loops' own commands this worker runs
 	getenv        func(string) string
 	dial          func(ctx context.Context) (client.Client, error)
 }
@@ -52,10 +51,23 @@ same push) and runs the base case there.
 A worker that dies loses only its running attempts: Temporal gives them to
 another worker once their heartbeats stop.
 
-The agents are the loop's choice (aot run's --agent, --model, --role,
---agent-command); this worker's own flags, and the agents file named by
---agents-file, fill in what the loop leaves unset (an exec agent's command,
-a model). Agent logs go to the cache folder's logs/.
+A worker runs only its own agents: those of its flags (--agent, --model,
+--role, --agent-command or AOT_AGENT_COMMAND) and of the agents file named
+by --agents-file. A loop (aot run's --agent, --role) picks among them by
+backend name (claude, codex, gemini, exec, ...), for every role or one, and
+may pick the model; it gets this worker's settings for that backend (its
+binary, arguments, endpoint, command). A backend this worker does not have,
+or an exec command that is not its own (aot run --agent-command), is
+refused: the attempt fails naming the worker and what it refused, and the
+loop stops with that reason. --allow-loop-command PATTERN (repeatable) lets
+loops bring commands matching a pattern: the whole command line, where *
+stands for one word of letters, digits and - _ . , : @ % + = (never a space,
+a slash or a shell character) and ? for one such character, so
+'/opt/agents/*.sh' allows any script of that folder and nothing else;
+--allow-loop-commands lets loops bring any command (this machine's shell, to
+whoever can start a loop on its queue). Workers of one task queue should
+run the same agents: a loop stops at the first refusal. Agent logs go to
+the cache folder's logs/.
 
 The connection follows the Temporal CLI: TEMPORAL_ADDRESS (default
 127.0.0.1:7233), TEMPORAL_NAMESPACE (default "default"), TEMPORAL_API_KEY,
@@ -100,16 +112,25 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 					return usagef("--agents-file %s: %v", opts.AgentsFile, err)
 				}
 			}
-			if _, err := workerAgents(cfg, opts.Agents, opts.getenv)(durable.AgentChoice{}, agent.Worker, durable.AgentDirs{}); err != nil {
-				var bad *badFlagsError
-				if errors.As(err, &bad) {
-					return usagef("%v", bad.err)
+			own, err := workerOwnAgents(cfg, opts.Agents)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if err := knownAgents(own); err != nil {
+				return err
+			}
+			for _, p := range opts.Allow.Patterns {
+				if err := durable.CheckPattern(p); err != nil {
+					return usagef("--allow-loop-command %q: %v", p, err)
 				}
+			}
+			if _, err := durable.ChooseAgent(own, opts.Allow, durable.AgentChoice{}, agent.Worker); err != nil && !opts.Allow.Any && len(opts.Allow.Patterns) == 0 {
+				fmt.Fprintln(opts.IO.ErrOut, "aot worker: no agent of its own (--agent, --agent-command, --agents-file) and no --allow-loop-command: every attempt will be refused")
 			}
 			if runF != nil {
 				return runF(opts)
 			}
-			return runWorker(cmd.Context(), opts, cfg)
+			return runWorker(cmd.Context(), opts, own)
 		}),
 	}
 	f := cmd.Flags()
@@ -119,11 +140,13 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 	f.IntVar(&opts.MaxActivities, "max-activities", durable.DefaultMaxActivities, "attempts, merges and verifications at once")
 	f.DurationVar(&opts.Grace, "grace", durable.DefaultGrace, "how long running attempts may finish after Ctrl-C before they are cancelled")
 	addAgentFlags(f, &opts.Agents.Agent, &opts.Agents.Model, &opts.Agents.Roles, &opts.Agents.Command)
-	f.StringVar(&opts.AgentsFile, "agents-file", "", "an agents file ("+backend.FileName+") whose settings fill in what a loop leaves unset")
+	f.StringVar(&opts.AgentsFile, "agents-file", "", "an agents file ("+backend.FileName+"): this worker's agents, with its flags over it")
+	f.BoolVar(&opts.Allow.Any, "allow-loop-commands", false, "run any exec command a loop brings (aot run --agent-command): this machine's shell to whoever can start a loop")
+	f.StringArrayVar(&opts.Allow.Patterns, "allow-loop-command", nil, "run the exec commands a loop brings that match `PATTERN` (repeatable; * is one word, never a space, slash or shell character)")
 	return cmd
 }
 
-func runWorker(ctx context.Context, opts *workerOptions, file backend.Config) error {
+func runWorker(ctx context.Context, opts *workerOptions, own backend.Config) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	c, err := opts.dial(ctx)
@@ -138,7 +161,7 @@ func runWorker(ctx context.Context, opts *workerOptions, file backend.Config) er
 	address, namespace := durable.Where()
 	wo := durable.WorkerOptions{
 		Client: c, TaskQueue: opts.TaskQueue, CacheDir: opts.Cache, Identity: identity,
-		NewAgent:      workerAgents(file, opts.Agents, opts.getenv),
+		NewAgent:      workerAgents(own, opts.Allow, opts.getenv),
 		MaxActivities: opts.MaxActivities, Grace: opts.Grace,
 		Started: func() {
 			fmt.Fprintf(opts.IO.Out, "aot worker %s: connected to %s (namespace %s), polling task queue %s; cache %s; Ctrl-C stops\n",
@@ -153,48 +176,33 @@ func runWorker(ctx context.Context, opts *workerOptions, file backend.Config) er
 	return durable.RunWorker(ctx, wo)
 }
 
-// badFlagsError is the worker's own agent flags refused.
-type badFlagsError struct{ err error }
+// workerOwnAgents are the worker's agents: its agents file with its flags
+// over it, as aot run applies its own.
+func workerOwnAgents(file backend.Config, flags agentChoice) (backend.Config, error) {
+	own := file
+	own.Roles = maps.Clone(file.Roles)
+	if err := own.Override(flags.Agent, flags.Model, flags.Roles); err != nil {
+		return own, err
+	}
+	setCommand(&own, flags.Command)
+	return own, nil
+}
 
-func (e *badFlagsError) Error() string { return e.err.Error() }
-
-// workerAgents builds a loop's agents on this worker: the agents file,
-// then the worker's flags, then the loop's own choice over both; logs one
-// file per attempt in logDir. Each call starts from a fresh copy, so
-// attempts may build at once.
-func workerAgents(file backend.Config, flags agentChoice, getenv func(string) string) func(durable.AgentChoice, agent.Role, durable.AgentDirs) (agent.Agent, error) {
+// workerAgents builds a loop's agent for a role on this worker: one of
+// its own agents, as the loop picks it (durable.ChooseAgent); logs one
+// file per attempt in the attempt's logs folder. Attempts may build at
+// once: nothing here is written to.
+func workerAgents(own backend.Config, allow durable.Allow, getenv func(string) string) func(durable.AgentChoice, agent.Role, durable.AgentDirs) (agent.Agent, error) {
 	return func(ch durable.AgentChoice, role agent.Role, dirs durable.AgentDirs) (agent.Agent, error) {
-		cfg := file
-		cfg.Roles = maps.Clone(file.Roles)
-		if err := cfg.Override(flags.Agent, flags.Model, flags.Roles); err != nil {
-			return nil, &badFlagsError{err}
-		}
-		var roles []string
-		for r, v := range ch.Roles {
-			roles = append(roles, r+"="+v)
-		}
-		sort.Strings(roles)
-		if err := cfg.Override(ch.Agent, ch.Model, roles); err != nil {
-			return nil, fmt.Errorf("the loop's agents: %w", err)
-		}
-		command := flags.Command
-		if ch.Command != "" {
-			command = ch.Command
-		}
-		if command != "" {
-			cfg.Command = command
-			for r, s := range cfg.Roles {
-				if s.Agent == "" || s.Agent == "exec" {
-					s.Command = command
-					cfg.Roles[r] = s
-				}
-			}
+		s, err := durable.ChooseAgent(own, allow, ch, role)
+		if err != nil {
+			return nil, err
 		}
 		env := backend.Env{Log: attemptLogs(dirs.Logs), Getenv: getenv}
 		if dirs.Prompts != "" {
 			env.Prompts = prompt.Renderer{Dir: dirs.Prompts}
 		}
-		a, err := backend.New(cfg, env)
+		a, err := backend.New(backend.Config{Spec: s}, env)
 		if err != nil {
 			return nil, err
 		}

@@ -191,6 +191,9 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		// The loop's choice of agent cannot be built (an unknown backend,
 		// an exec agent without a command): every worker would say so.
 		res.Kind, res.Reason = agent.KindCrash, fmt.Sprintf("worker %s cannot build the %s agent: %v", res.Worker, task.Role, err)
+		if refused := (*RefusedError)(nil); errors.As(err, &refused) {
+			res.Refused, res.Reason = true, fmt.Sprintf("worker %s %v", res.Worker, err)
+		}
 		return res, nil
 	}
 

@@ -134,6 +134,9 @@ type AttemptResult struct {
 	Unknown         bool   `json:"usage_unknown,omitempty"`
 	// RetryAfter is how long the provider asked to wait (rate limits).
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	// Refused: the worker does not run the loop's choice of agent (a
+	// RefusedError, in Reason); the loop stops.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // MergeInput merges an atom's branch into the integration branch.

@@ -189,6 +189,9 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 			sf = filepath.Join(rootOf(m.IntegrationDir(), in.Project), filepath.FromSlash(in.StateFile))
 		}
 		if judge, err = a.NewAgent(in.Agent, agent.Judge, a.dirsFor(in.Loop, sf)); err != nil {
+			if refused := (*RefusedError)(nil); errors.As(err, &refused) {
+				return VerifyResult{}, nonRetryable(fmt.Errorf("worker %s %w", a.identity(), err))
+			}
 			judge = nil // judged checks count as not passed; the report says they were not judged
 		}
 	}

@@ -368,6 +368,7 @@ func (l *loop) RunAgent(t agent.Task) (agent.Result, error, time.Duration) {
 	var r AttemptResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, l.attemptOptions()), AttemptActivity, in).Get(l.ctx, &r)
 	l.finished++
+	l.refused(r)
 	f := finishedOf(r, err)
 	return f.Result, f.Err, workflow.Now(l.ctx).Sub(start)
 }
@@ -384,6 +385,7 @@ func (l *loop) attemptEnded(t *attempt) {
 	err := t.fut.Get(l.ctx, &r)
 	t.fut = nil
 	l.finished++
+	l.refused(r)
 	worked := err == nil && !t.discarded && t.Role == agent.Worker && r.Kind == "" && r.Result.OK(agent.Worker) && agent.CheckBounds(r.Result) == nil
 	// A worker that changed none of the files it claimed is judged before
 	// its merge, as in a local run: what it did change is merged nowhere.
