@@ -441,6 +441,14 @@ func describeEvent(ev journal.Event) string {
 		parts = append(parts, "(output: aot logs "+shellWord(ev.Atom)+")")
 	}
 	switch ev.Type {
+	case journal.AttemptRetry:
+		parts = append(parts, fmt.Sprintf("Temporal's try %v of %v", ev.Data["try"], ev.Data["activity"]))
+		if w, _ := ev.Data["worker"].(string); w != "" {
+			parts = append(parts, "after a failure on worker "+w)
+		}
+		if w, _ := ev.Data["running_on"].(string); w != "" {
+			parts = append(parts, "running on worker "+w)
+		}
 	case journal.Worktree, journal.Merge:
 		if b, _ := ev.Data["branch"].(string); b != "" {
 			parts = append(parts, "branch "+b)
