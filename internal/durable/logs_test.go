@@ -1,7 +1,9 @@
 package durable
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,9 +11,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/mock"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/backend"
 	"github.com/aot-loop/aot/internal/engine"
 	loghist "github.com/aot-loop/aot/internal/history"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
 )
 
 func TestAgentLogTravelsAsWhatTheActivityAddedItsEndWhenLarge(t *testing.T) {
@@ -75,14 +82,7 @@ func TestAgentLogTravelsAsWhatTheActivityAddedItsEndWhenLarge(t *testing.T) {
 }
 
 func TestProjectAppendsEachAgentLogOnce(t *testing.T) {
-	sf := filepath.Join(t.TempDir(), ".claude", "aot-loop-state.md")
-	s, err := state.Parse(fourAtoms())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := state.NewStore(sf).Create(s, false); err != nil {
-		t.Fatal(err)
-	}
+	sf, s := fourAtomsFile(t)
 	logA := filepath.Join(loghist.LogDir(sf), "A-worker-1.log")
 	read := func() string {
 		data, _ := os.ReadFile(logA)
@@ -162,7 +162,104 @@ func TestWorkflowKeepsTheAgentsLastLogsAcrossContinueAsNew(t *testing.T) {
 	for i, next := range continued {
 		ring(fmt.Sprintf("carry %d", i), next.Carry.Logs, next.Carry.LogSeq)
 	}
-	v, err := r.env.QueryWorkflow(QueryStatus, 0, 0)
+	st := queryStatus(t, r, 0, 0)
+	if st.LogSeq != len(atoms) {
+		t.Errorf("log_seq %d after %d attempts", st.LogSeq, len(atoms))
+	}
+	ring("the status", st.Logs, st.LogSeq)
+	if last := queryStatus(t, r, 0, st.LogSeq-1); len(last.Logs) != 1 || last.Logs[0].Seq != st.LogSeq {
+		t.Errorf("the logs after %d: %+v", st.LogSeq-1, last.Logs)
+	}
+}
+
+// loggingExecAgents builds the exec agent with its logs in the attempt's
+// logs folder, as aot worker does.
+func loggingExecAgents(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error) {
+	logs := func(t agent.Task) (io.WriteCloser, error) {
+		if err := os.MkdirAll(dirs.Logs, 0o700); err != nil {
+			return nil, err
+		}
+		return os.OpenFile(filepath.Join(dirs.Logs, loghist.LogName(t.Atom.ID, string(t.Role), t.Attempt)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	}
+	return backend.New(backend.Config{Spec: backend.Spec{Agent: "exec", Command: ch.Command}}, backend.Env{Log: logs})
+}
+
+func TestAttemptsAndJudgesReturnWhatTheirAgentsPrinted(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	a.NewAgent = loggingExecAgents
+	in := attemptInput(repo, seed, "A", `echo "the worker of A was here" >&2; echo a > a.txt && echo '{"success": true}'`)
+	res, err := a.Attempt(context.Background(), in)
+	if err != nil || res.Commit == "" {
+		t.Fatalf("attempt: %+v, %v", res, err)
+	}
+	if res.Log == nil || res.Log.Name != "A-worker-1.log" || !strings.Contains(res.Log.Text, "the worker of A was here") {
+		t.Fatalf("the attempt's log: %+v", res.Log)
+	}
+	// The same attempt again on this worker (Temporal's retry) brings
+	// only what it printed itself.
+	in.Agent.Command = `echo "again" >&2; echo '{"success": true}'`
+	again, err := a.Attempt(context.Background(), in)
+	if err != nil || again.Log == nil || strings.Contains(again.Log.Text, "the worker of A was here") || !strings.Contains(again.Log.Text, "again") {
+		t.Fatalf("the retried attempt's log: %+v, %v", again.Log, err)
+	}
+
+	judged := []byte(strings.Replace(verifyState, "%s", `      - item: "reads well"
+        check:
+          type: assertion
+          value: "a.txt reads well"`, 1))
+	judge := AgentChoice{Agent: "exec", Command: `echo "the judge read it" >&2; echo '{"passed": true, "evidence": "it does"}'`}
+	r, err := a.Verify(context.Background(), VerifyInput{Repo: repo, Commit: branchOf(t, repo, in.Branch), State: judged, Judge: true, Agent: judge, Loop: "loop-1"})
+	if err != nil || !r.Report.Passed {
+		t.Fatalf("verify: %+v, %v", r.Report, err)
+	}
+	if got := r.Logs["base_case-judge-1.log"]; len(r.Logs) != 1 || !strings.Contains(got, "the judge read it") {
+		t.Errorf("the judges' logs: %q", r.Logs)
+	}
+	// Without a judge, no log.
+	plain := []byte(strings.Replace(verifyState, "%s\n", "", 1))
+	if r, err := a.Verify(context.Background(), VerifyInput{Repo: repo, Commit: branchOf(t, repo, in.Branch), State: plain, Loop: "loop-1"}); err != nil || len(r.Logs) != 0 {
+		t.Errorf("a verification without a judge: %q, %v", r.Logs, err)
+	}
+}
+
+func TestWorkflowKeepsTheJudgesLogs(t *testing.T) {
+	w := newWorld()
+	w.answer = func(in AttemptInput) (AttemptResult, error) {
+		r := success(in)
+		r.Log = &AgentLog{Name: "A-worker-1.log", Text: "worked\n"}
+		return r, nil
+	}
+	r := newRun(t, w)
+	r.env.OnActivity(VerifyActivity, mock.Anything, mock.Anything).Return(VerifyResult{Report: verify.Report{Passed: true},
+		Logs: map[string]string{"base_case-judge-1.log": "judged\n"}}, nil)
+	wantReason(t, r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil))), engine.Completed)
+	st := queryStatus(t, r, 0, 0)
+	want := []AgentLog{{Seq: 1, Name: "A-worker-1.log", Text: "worked\n"}, {Seq: 2, Name: "base_case-judge-1.log", Text: "judged\n"}}
+	if st.LogSeq != 2 || fmt.Sprint(st.Logs) != fmt.Sprint(want) {
+		t.Errorf("logs %+v (seq %d), want %+v", st.Logs, st.LogSeq, want)
+	}
+}
+
+// fourAtomsFile writes the four-atom loop's state file.
+func fourAtomsFile(t *testing.T) (string, *state.State) {
+	t.Helper()
+	sf := filepath.Join(t.TempDir(), ".claude", "aot-loop-state.md")
+	s, err := state.Parse(fourAtoms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := state.NewStore(sf).Create(s, false); err != nil {
+		t.Fatal(err)
+	}
+	return sf, s
+}
+
+// queryStatus asks the test workflow for its status after since events
+// and logsSince logs.
+func queryStatus(t *testing.T, r *run, since, logsSince int) Status {
+	t.Helper()
+	v, err := r.env.QueryWorkflow(QueryStatus, since, logsSince)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,19 +267,5 @@ func TestWorkflowKeepsTheAgentsLastLogsAcrossContinueAsNew(t *testing.T) {
 	if err := v.Get(&st); err != nil {
 		t.Fatal(err)
 	}
-	if st.LogSeq != len(atoms) {
-		t.Errorf("log_seq %d after %d attempts", st.LogSeq, len(atoms))
-	}
-	ring("the status", st.Logs, st.LogSeq)
-	v, err = r.env.QueryWorkflow(QueryStatus, 0, st.LogSeq-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var last Status
-	if err := v.Get(&last); err != nil {
-		t.Fatal(err)
-	}
-	if len(last.Logs) != 1 || last.Logs[0].Seq != st.LogSeq {
-		t.Errorf("the logs after %d: %d of them", st.LogSeq-1, len(last.Logs))
-	}
+	return st
 }
