@@ -175,7 +175,9 @@ func readSeq(path string) int {
 // logs of the same names in the state file's logs folder, where a local
 // run keeps them and aot logs reads them; the file temporal.logseq beside
 // the journal keeps the number of the last one, so none is appended
-// twice. A name that is not a log file's (a path) is refused.
+// twice. A name that is not a log file's (a path, from a worker that is
+// not aot's) is made one (logFileName): nothing is written outside the
+// folder, and nothing is lost.
 func appendLogs(stateFile string, st Status) error {
 	seqFile := logSeqPath(stateFile)
 	last := readSeq(seqFile)
@@ -190,13 +192,10 @@ func appendLogs(stateFile string, st Status) error {
 		if lg.Seq <= last {
 			continue
 		}
-		if lg.Name != filepath.Base(lg.Name) || !strings.HasSuffix(lg.Name, ".log") || strings.HasPrefix(lg.Name, ".") {
-			return fmt.Errorf("the workflow's log %d is named %q, which is not a log file's name", lg.Seq, lg.Name)
-		}
 		if err := os.MkdirAll(dir, journal.DirMode); err != nil {
 			return err
 		}
-		f, err := os.OpenFile(filepath.Join(dir, lg.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, journal.FileMode)
+		f, err := os.OpenFile(filepath.Join(dir, logFileName(lg.Name)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, journal.FileMode)
 		if err != nil {
 			return err
 		}
@@ -209,4 +208,18 @@ func appendLogs(stateFile string, st Status) error {
 		}
 	}
 	return state.WriteFile(seqFile, []byte(strconv.Itoa(st.LogSeq)+"\n"), journal.FileMode)
+}
+
+// logFileName is name as a file of the logs folder: one name (no folder),
+// not hidden, ending in .log. The names aot's workers give
+// (history.LogName) are kept as they are.
+func logFileName(name string) string {
+	name = loghist.SafeName(name)
+	if name == "" || strings.HasPrefix(name, ".") {
+		name = "_" + name
+	}
+	if !strings.HasSuffix(name, ".log") {
+		name += ".log"
+	}
+	return name
 }
