@@ -35,7 +35,9 @@ the first 64 KiB of its stdout, from .claude/aot-loop/logs/), each under a
 header naming the atom, the role, the attempt and its outcome from the
 journal: ok, or failed with the reason (which quotes the start of what the
 agent printed), reset (killed by a stop, a redirect or a usage limit),
-running, or unfinished (its engine ended without an outcome).
+running, or unfinished (its engine ended without an outcome). A loop on
+Temporal: what the workers sent of each attempt, the last 64 KiB of it
+after a line saying how much was cut.
 
 With ATOM: every attempt of that atom, in the order they ran. Without: the
 latest attempt of every atom (each role that ran under that attempt

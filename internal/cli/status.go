@@ -384,7 +384,7 @@ func refusedTools(events []journal.Event, n int) string {
 // how many there were in all ("" when none): whichever layer retried, the
 // agent's CLI (model_retry) or Temporal (attempt_retry).
 func retried(events []journal.Event, n int) string {
-	return lastOf(events, n, journal.ModelRetry, "attempt_retry")
+	return lastOf(events, n, journal.ModelRetry, journal.AttemptRetry)
 }
 
 // lastOf lists the last n events of the types, by atom and attempt, with
@@ -477,6 +477,14 @@ func describeEvent(ev journal.Event) string {
 		parts = append(parts, "(output: aot logs "+shellWord(ev.Atom)+")")
 	}
 	switch ev.Type {
+	case journal.AttemptRetry:
+		parts = append(parts, fmt.Sprintf("Temporal's try %v of %v", ev.Data["try"], ev.Data["activity"]))
+		if w, _ := ev.Data["worker"].(string); w != "" {
+			parts = append(parts, "after a failure on worker "+w)
+		}
+		if w, _ := ev.Data["running_on"].(string); w != "" {
+			parts = append(parts, "running on worker "+w)
+		}
 	case journal.Worktree, journal.Merge:
 		if b, _ := ev.Data["branch"].(string); b != "" {
 			parts = append(parts, "branch "+b)

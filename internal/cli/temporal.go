@@ -212,6 +212,7 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 			}
 			edited = err
 		}
+		_, _ = durable.JournalRetries(ctx, c, m, stateFile) // Temporal's retries, journaled once; the status stands without
 		doc = &workflowDoc{ID: m.WorkflowID, Running: !st.Done, Paused: st.Paused, Attempts: []workflowAttemptDoc{}}
 		if p := st.Pause; p != nil {
 			doc.PausedSince, doc.PausedKill = &p.Since, p.Kill

@@ -186,7 +186,8 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	if task.StateFile != "" && !filepath.IsAbs(task.StateFile) {
 		task.StateFile = filepath.Join(root, filepath.FromSlash(task.StateFile))
 	}
-	ag, err := a.NewAgent(in.Agent, task.Role, a.dirsFor(in.Loop, task.StateFile))
+	dirs := a.dirsFor(in.Loop, task.StateFile)
+	ag, err := a.NewAgent(in.Agent, task.Role, dirs)
 	if err != nil {
 		// The loop's choice of agent cannot be built (an unknown backend,
 		// an exec agent without a command): every worker would say so.
@@ -201,7 +202,9 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	if in.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, in.Timeout)
 	}
+	mark := markAttemptLog(dirs, task.Atom.ID, string(task.Role), task.Attempt)
 	r, err := ag.Run(actx, task)
+	res.Log = mark.since(res.Worker)
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if ctx.Err() != nil {

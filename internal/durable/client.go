@@ -55,12 +55,7 @@ func (m Marker) seen() int {
 	if m.stateFile == "" {
 		return 0
 	}
-	data, err := os.ReadFile(seqPath(m.stateFile))
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	return n
+	return readSeq(seqPath(m.stateFile))
 }
 
 func seqPath(stateFile string) string {
@@ -246,6 +241,7 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	m.RunID = run.GetRunID()
 	m.Started = time.Now()
 	_ = os.Remove(seqPath(o.StateFile)) // a new workflow numbers its events afresh
+	_ = os.Remove(logSeqPath(o.StateFile))
 	return m, false, writeMarker(o.StateFile, m)
 }
 
@@ -293,10 +289,11 @@ func attach(ctx context.Context, c client.Client, o StartOptions, repo string) (
 	return m, true, writeMarker(o.StateFile, m)
 }
 
-// Query asks the workflow for its status, with the journal events it
-// keeps that the local journal does not have yet.
+// Query asks the workflow for its status, with the journal events and
+// the agents' logs it keeps that the local journal and logs folder do not
+// have yet.
 func Query(ctx context.Context, c client.Client, m Marker) (Status, error) {
-	v, err := c.QueryWorkflow(ctx, m.WorkflowID, "", QueryStatus, m.seen())
+	v, err := c.QueryWorkflow(ctx, m.WorkflowID, "", QueryStatus, m.seen(), m.logsSeen())
 	if err != nil {
 		return Status{}, err
 	}
@@ -337,6 +334,9 @@ func Project(stateFile string, st Status) error {
 		if err := state.WriteFile(lastPath, state.Marshal(s), journal.FileMode); err != nil {
 			return err
 		}
+		if err := appendLogs(stateFile, st); err != nil {
+			return err
+		}
 		return appendEvents(stateFile, st)
 	})
 	if err == nil && edited != nil {
@@ -368,10 +368,7 @@ func (e *HandEditError) Error() string {
 // sequence numbers end at st.EventSeq), under the state file's lock.
 func appendEvents(stateFile string, st Status) error {
 	seqFile := seqPath(stateFile)
-	last := 0
-	if data, err := os.ReadFile(seqFile); err == nil {
-		last, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-	}
+	last := readSeq(seqFile)
 	if st.EventSeq < last {
 		last = 0 // a new loop of the same workflow id
 	}
@@ -385,17 +382,7 @@ func appendEvents(stateFile string, st Status) error {
 	if len(todo) == 0 {
 		return nil
 	}
-	jr, err := journal.Open(journal.PathFor(stateFile))
-	if err != nil {
-		return err
-	}
-	for _, ev := range todo {
-		if err := jr.Append(ev); err != nil {
-			_ = jr.Close()
-			return err
-		}
-	}
-	if err := jr.Close(); err != nil {
+	if err := appendJournal(stateFile, todo); err != nil {
 		return err
 	}
 	return state.WriteFile(seqFile, []byte(strconv.Itoa(st.EventSeq)+"\n"), journal.FileMode)
@@ -455,7 +442,7 @@ func AttachWith(ctx context.Context, c client.Client, m Marker, stateFile string
 			if err != nil {
 				continue // the workflow may be between runs (Continue-As-New)
 			}
-			if !bytes.Equal(st.State, last) || len(st.Events) > 0 {
+			if !bytes.Equal(st.State, last) || len(st.Events) > 0 || len(st.Logs) > 0 {
 				err := Project(stateFile, st)
 				if err != nil && say != nil && err.Error() != lastErr {
 					say("the local state file is behind the workflow: " + err.Error())
@@ -471,6 +458,12 @@ func AttachWith(ctx context.Context, c client.Client, m Marker, stateFile string
 							o.Event(ev)
 						}
 					}
+				}
+			}
+			// Temporal's retries of the activities, journaled once.
+			if evs, err := JournalRetries(ctx, c, m, stateFile); err == nil && o.Event != nil {
+				for _, ev := range evs {
+					o.Event(ev)
 				}
 			}
 			var names []string

@@ -211,14 +211,7 @@ func TestAotStopCancelsATemporalLoopMidRun(t *testing.T) {
 // since the last projection (by hand, or a command meant for a local loop)
 // is kept aside and said, and the file says what the workflow has.
 func TestProjectKeepsAHandEditAsideAndSaysSo(t *testing.T) {
-	sf := filepath.Join(t.TempDir(), ".claude", "aot-loop-state.md")
-	s, err := state.Parse(fourAtoms())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := state.NewStore(sf).Create(s, false); err != nil {
-		t.Fatal(err)
-	}
+	sf, s := fourAtomsFile(t)
 	status := func(mark string) Status {
 		next := state.Clone(s)
 		next.Atoms[0].Description = mark
@@ -233,7 +226,7 @@ func TestProjectKeepsAHandEditAsideAndSaysSo(t *testing.T) {
 	if _, err := state.NewStore(sf).Update(func(s *state.State) error { s.Atoms[1].Description = "edited by hand"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	err = Project(sf, status("third"))
+	err := Project(sf, status("third"))
 	var he *HandEditError
 	if !errors.As(err, &he) || !strings.Contains(err.Error(), "aot redirect") {
 		t.Fatalf("a projection over a hand edit: %v", err)

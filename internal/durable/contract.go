@@ -80,6 +80,10 @@ type Carry struct {
 	Head string `json:"head,omitempty"`
 	// Events is the sequence number of the last event recorded.
 	Events int `json:"events,omitempty"`
+	// Logs are the agents' logs the workflow still keeps for the status
+	// query (see Status.Logs); LogSeq numbers the last one.
+	Logs   []AgentLog `json:"logs,omitempty"`
+	LogSeq int        `json:"log_seq,omitempty"`
 }
 
 // PauseRequest is SignalPause's payload: Kill cancels the running attempts
@@ -137,6 +141,22 @@ type AttemptResult struct {
 	// Refused: the worker does not run the loop's choice of agent (a
 	// RefusedError, in Reason); the loop stops.
 	Refused bool `json:"refused,omitempty"`
+	// Log is what the agent printed during this activity (absent from
+	// histories of earlier versions).
+	Log *AgentLog `json:"log,omitempty"`
+}
+
+// AgentLog is what an agent printed during one activity on a worker: the
+// part of its log file there that the activity wrote, at most
+// MaxAgentLog bytes of it (the end, after a line that says how much was
+// cut). The client appends it to the log of the same name in its own
+// logs folder, where aot logs reads it.
+type AgentLog struct {
+	// Seq numbers the logs of a loop, in the order the workflow took them
+	// (0 in an activity's result).
+	Seq  int    `json:"seq,omitempty"`
+	Name string `json:"name"` // the log's file name, as history.LogName makes it
+	Text string `json:"text"`
 }
 
 // MergeInput merges an atom's branch into the integration branch.
@@ -209,6 +229,11 @@ type Status struct {
 	// (at most the last eventRing); EventSeq numbers the last one.
 	Events   []journal.Event `json:"events,omitempty"`
 	EventSeq int             `json:"event_seq"`
+	// Logs are the agents' logs after the query's second argument (at
+	// most the last logRingCount, logRingBytes in all); LogSeq numbers
+	// the last one.
+	Logs   []AgentLog `json:"logs,omitempty"`
+	LogSeq int        `json:"log_seq,omitempty"`
 }
 
 // Running is an attempt in flight.

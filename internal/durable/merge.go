@@ -183,19 +183,25 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 		return VerifyResult{}, err
 	}
 	var judge agent.Agent
+	var judgeLog logMark // the judges' log (engine's judge: attempt 1 of base_case)
 	if in.Judge && a.NewAgent != nil {
 		sf := ""
 		if in.StateFile != "" {
 			sf = filepath.Join(rootOf(m.IntegrationDir(), in.Project), filepath.FromSlash(in.StateFile))
 		}
-		if judge, err = a.NewAgent(in.Agent, agent.Judge, a.dirsFor(in.Loop, sf)); err != nil {
+		dirs := a.dirsFor(in.Loop, sf)
+		if judge, err = a.NewAgent(in.Agent, agent.Judge, dirs); err != nil {
 			if refused := (*RefusedError)(nil); errors.As(err, &refused) {
 				return VerifyResult{}, nonRetryable(fmt.Errorf("worker %s %w", a.identity(), err))
 			}
 			judge = nil // judged checks count as not passed; the report says they were not judged
 		}
+		judgeLog = markAttemptLog(dirs, "base_case", string(agent.Judge), 1)
 	}
 	out, err := engine.CheckBaseCase(ctx, s, m.IntegrationDir(), judge, in.Timeout, 0)
+	if lg := judgeLog.since(a.identity()); judge != nil && lg != nil && err == nil {
+		out.Logs = map[string]string{lg.Name: lg.Text}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return VerifyResult{}, ctx.Err()

@@ -85,6 +85,8 @@ type loop struct {
 
 	events   []journal.Event // the last eventRing events
 	eventSeq int
+	logs     []AgentLog // the agents' last logs (logs.go)
+	logSeq   int
 
 	pauseCh, resumeCh, stopCh workflow.ReceiveChannel
 	wake                      workflow.Channel
@@ -105,6 +107,8 @@ func Loop(ctx workflow.Context, in LoopInput) (Outcome, error) {
 		in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, ctx: ctx, root: ctx, head: in.BaseCommit,
 		tasks:    map[int]*attempt{},
 		eventSeq: in.Carry.Events,
+		logs:     in.Carry.Logs,
+		logSeq:   in.Carry.LogSeq,
 		pauseCh:  workflow.GetSignalChannel(ctx, SignalPause),
 		resumeCh: workflow.GetSignalChannel(ctx, SignalResume),
 		stopCh:   workflow.GetSignalChannel(ctx, SignalStop),
@@ -353,6 +357,7 @@ func (l *loop) Checks(judges bool) (verify.Report, error) {
 		}
 		return verify.Report{}, err
 	}
+	l.keepJudgeLogs(v.Logs)
 	for _, ev := range v.Events {
 		l.Event(ev)
 	}
@@ -369,6 +374,7 @@ func (l *loop) RunAgent(t agent.Task) (agent.Result, error, time.Duration) {
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, l.attemptOptions()), AttemptActivity, in).Get(l.ctx, &r)
 	l.finished++
 	l.refused(r)
+	l.keepLog(r.Log)
 	f := finishedOf(r, err)
 	return f.Result, f.Err, workflow.Now(l.ctx).Sub(start)
 }
@@ -386,6 +392,7 @@ func (l *loop) attemptEnded(t *attempt) {
 	t.fut = nil
 	l.finished++
 	l.refused(r)
+	l.keepLog(r.Log)
 	worked := err == nil && !t.discarded && t.Role == agent.Worker && r.Kind == "" && r.Result.OK(agent.Worker) && agent.CheckBounds(r.Result) == nil
 	// A worker that changed none of the files it claimed is judged before
 	// its merge, as in a local run: what it did change is merged nowhere.
@@ -500,7 +507,7 @@ func (l *loop) continueAsNew(ctx workflow.Context) error {
 	next := l.in
 	next.State = state.Marshal(l.core.State())
 	cy := l.core.Carry()
-	next.Carry = Carry{Core: &cy, Runs: l.in.Carry.Runs + 1, Head: l.head, Events: l.eventSeq}
+	next.Carry = Carry{Core: &cy, Runs: l.in.Carry.Runs + 1, Head: l.head, Events: l.eventSeq, Logs: l.logs, LogSeq: l.logSeq}
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, next)
 }
 

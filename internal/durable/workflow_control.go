@@ -14,8 +14,8 @@ import (
 // Core, as aot pause, aot resume and aot redirect act on a local engine.
 
 func (l *loop) register(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func(since int) (Status, error) {
-		return l.status(since), nil
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func(since, logsSince int) (Status, error) {
+		return l.status(since, logsSince), nil
 	}); err != nil {
 		return err
 	}
@@ -39,8 +39,9 @@ func (l *loop) register(ctx workflow.Context) error {
 		}})
 }
 
-// status is what the status query answers: the state, what runs, the spend, and the events after since.
-func (l *loop) status(since int) Status {
+// status is what the status query answers: the state, what runs, the
+// spend, the events after since and the agents' logs after logsSince.
+func (l *loop) status(since, logsSince int) Status {
 	u, _ := l.core.Usage()
 	s := l.core.State()
 	st := Status{State: state.Marshal(s), Paused: l.core.Paused() != nil, Pause: l.core.Paused(), Running: []Running{}, Usage: u,
@@ -52,6 +53,7 @@ func (l *loop) status(since int) Status {
 		n = min(n, len(l.events))
 		st.Events = append([]journal.Event{}, l.events[len(l.events)-n:]...)
 	}
+	st.Logs, st.LogSeq = l.logsAfter(logsSince), l.logSeq
 	return st
 }
 

@@ -175,17 +175,7 @@ func TestWorkflowStatusCarriesTheJournal(t *testing.T) {
 	}
 	r := newRun(t, w)
 	wantReason(t, r.execute(t, input(loopState(state.Constraints{}, []state.Atom{atom("A")}, nil))), engine.Completed)
-	query := func(since int) Status {
-		v, err := r.env.QueryWorkflow(QueryStatus, since)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st Status
-		if err := v.Get(&st); err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
+	query := func(since int) Status { return queryStatus(t, r, since, 0) }
 	st := query(0)
 	var got []string
 	for _, ev := range st.Events {

@@ -393,6 +393,9 @@ type CheckReport struct {
 	Events  []journal.Event `json:"events,omitempty"` // the judge's rulings and confirmations
 	Usage   agent.Usage     `json:"usage"`            // the judge's spend
 	Unknown int             `json:"unknown,omitempty"`
+	// Logs are the judges' logs by file name, when the checks ran on
+	// another machine than the loop's (an aot worker hands them back).
+	Logs map[string]string `json:"logs,omitempty"`
 }
 
 // CheckBaseCase verifies s's base case in dir as a local run does, its

@@ -97,6 +97,12 @@ const PermissionDenied = "permission_denied"
 // it tried again. Journaled at the attempt's end, one per retry.
 const ModelRetry = "model_retry"
 
+// AttemptRetry: Temporal retries an activity of a loop on Temporal (an
+// attempt, a merge, a verification) after an infrastructure failure (a
+// worker died, the remote refused); journaled by the client that saw it;
+// data: activity, activity_id, try, worker, failure.
+const AttemptRetry = "attempt_retry"
+
 // Event is one line of the journal. Fields that do not apply are left out.
 type Event struct {
 	Time       time.Time      `json:"time"`
