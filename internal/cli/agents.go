@@ -41,15 +41,7 @@ func buildAgents(stateFile string, ch agentChoice) (agent.Agent, backend.Config,
 	if err := cfg.Override(ch.Agent, ch.Model, ch.Roles); err != nil {
 		return nil, cfg, usagef("%v", err)
 	}
-	if ch.Command != "" {
-		cfg.Command = ch.Command
-		for r, s := range cfg.Roles {
-			if s.Agent == "" || s.Agent == "exec" {
-				s.Command = ch.Command
-				cfg.Roles[r] = s
-			}
-		}
-	}
+	withCommand(&cfg, ch.Command)
 	for _, role := range agent.Roles {
 		if s := cfg.For(role); s.Agent == "exec" && strings.TrimSpace(s.Command) == "" {
 			if ch.Agent == "" && cfg.Path == "" {
@@ -68,6 +60,21 @@ func buildAgents(stateFile string, ch agentChoice) (agent.Agent, backend.Config,
 		return nil, cfg, usagef("%v", err)
 	}
 	return a, cfg, nil
+}
+
+// withCommand makes command the exec agent's command, in the default and
+// in every role on exec ("" changes nothing).
+func withCommand(cfg *backend.Config, command string) {
+	if command == "" {
+		return
+	}
+	cfg.Command = command
+	for r, s := range cfg.Roles {
+		if s.Agent == "" || s.Agent == "exec" {
+			s.Command = command
+			cfg.Roles[r] = s
+		}
+	}
 }
 
 // attemptLogs opens each attempt's log in logDir, one file per atom, role

@@ -179,6 +179,15 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {
+	if opts.Attach == "" && opts.Engine != engineTemporal { // a workflow's agents run on its workers
+		root, err := opts.Global.projectRoot()
+		if err != nil {
+			return err
+		}
+		if err := startPreflight(ctx, opts.IO, opts.agentsCfg, root); err != nil {
+			return err
+		}
+	}
 	if opts.Detach {
 		return runDetach(opts)
 	}

@@ -106,6 +106,9 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 					return usagef("%v", bad.err)
 				}
 			}
+			if err := workerPreflight(cmd.Context(), opts.IO, cfg, opts.Agents); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
