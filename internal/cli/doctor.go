@@ -156,7 +156,7 @@ func doctorChecks(ctx context.Context, opts *doctorOptions, env preflight.Env) [
 	}
 	checks = append(checks, preflight.Sandbox())
 	if address := strings.TrimSpace(opts.getenv("TEMPORAL_ADDRESS")); address != "" || opts.Engine == engineTemporal {
-		checks = append(checks, temporalEngineCheck(), preflight.Temporal(ctx, address))
+		checks = append(checks, temporalEngineCheck(), temporalServiceCheck(ctx, address))
 	}
 	return checks
 }

@@ -2,7 +2,11 @@
 
 package cli
 
-import "github.com/aot-loop/aot/internal/preflight"
+import (
+	"context"
+
+	"github.com/aot-loop/aot/internal/preflight"
+)
 
 // temporalEngineCheck: this aot hands the Temporal commands to aot-temporal,
 // which must be found.
@@ -13,4 +17,10 @@ func temporalEngineCheck() preflight.Check {
 			Fix: "build it (make build, or go build -tags temporal -o bin/aot-temporal ./cmd/aot) and put it beside aot"}
 	}
 	return preflight.Check{Name: "aot-temporal", Level: preflight.OK, Detail: bin}
+}
+
+// temporalServiceCheck: without the SDK, whether the service answers a
+// connection at all.
+func temporalServiceCheck(ctx context.Context, address string) preflight.Check {
+	return preflight.Temporal(ctx, address)
 }

@@ -34,9 +34,15 @@ func Temporal(ctx context.Context, address string) Check {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", address)
 	if err != nil {
-		return fail("temporal", fmt.Sprintf("nothing answers at %s: %v", address, err),
-			"start Temporal (temporal server start-dev) or set TEMPORAL_ADDRESS to the service's host:port")
+		return TemporalUnreachable(fmt.Errorf("nothing answers at %s: %w", address, err))
 	}
 	conn.Close()
-	return ok("temporal", address+" answers")
+	return ok("temporal", address+" answers (aot-temporal checks the namespace and credentials too)")
+}
+
+// TemporalUnreachable is the check of a Temporal service that could not be
+// reached, err saying how.
+func TemporalUnreachable(err error) Check {
+	return fail("temporal", err.Error(),
+		"start Temporal (temporal server start-dev) or set TEMPORAL_ADDRESS to the service's host:port (and TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_* as the Temporal CLI takes them)")
 }
