@@ -51,7 +51,8 @@ a warning) and refuses to start, exit 2, when a program is missing; aot
 worker does the same for the agents of its own flags.
 
 Exit 0 when no check is an error (warnings allowed), 1 otherwise.
-JSON: {success, errors, warnings, checks: [{name, level, detail, fix?}]}.`
+JSON: {success, error? (the first error), errors, warnings, checks: [{name,
+level, detail, fix?}]}.`
 
 func newCmdDoctor(d *deps, g *globalOptions, runF func(*doctorOptions) error) *cobra.Command {
 	opts := &doctorOptions{IO: d.io, Global: g, getenv: d.getenv}
@@ -82,6 +83,7 @@ func newCmdDoctor(d *deps, g *globalOptions, runF func(*doctorOptions) error) *c
 
 type doctorDoc struct {
 	Success  bool              `json:"success"`
+	Error    string            `json:"error,omitempty"` // the first error and its fix
 	Errors   int               `json:"errors"`
 	Warnings int               `json:"warnings"`
 	Checks   []preflight.Check `json:"checks"`
@@ -94,6 +96,9 @@ func doctorRun(ctx context.Context, opts *doctorOptions) error {
 	for _, c := range checks {
 		switch c.Level {
 		case preflight.Error:
+			if doc.Errors == 0 {
+				doc.Error = c.String()
+			}
 			doc.Errors++
 		case preflight.Warning:
 			doc.Warnings++

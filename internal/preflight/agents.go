@@ -116,9 +116,9 @@ func program(u use, cfg backend.Config, root string, env Env) (string, Check) {
 	name := u.name()
 	switch {
 	case u.spec.Agent == "exec" && u.program == "":
-		return "", ok(name, fmt.Sprintf("%s runs %q through the shell (its program is not checked)", u.rolesPhrase(), u.spec.Command))
+		return "", ok(name, fmt.Sprintf("%q for %s runs through the shell (its program is not checked)", u.spec.Command, u.rolesPhrase()))
 	case u.program == "":
-		return "", ok(name, fmt.Sprintf("%s speak HTTP to the model (no program to find)", u.rolesPhrase()))
+		return "", ok(name, fmt.Sprintf("HTTP to the model for %s (no program to find)", u.rolesPhrase()))
 	}
 	where := "bin: in the agents file (" + backend.FileName + " beside the state file)"
 	if cfg.Path != "" {
