@@ -226,6 +226,9 @@ func execProgram(command string) string {
 			return ""
 		case w == "exec" || w == "command":
 			fields = fields[1:]
+			if len(fields) > 0 && strings.HasPrefix(fields[0], "-") {
+				return "" // exec -a NAME, command -v: not read
+			}
 			continue
 		case strings.ContainsAny(w, "$`'\"\\(){};|&<>*?[~"):
 			return ""
