@@ -24,11 +24,13 @@ type doctorOptions struct {
 	Agents      agentChoice
 	WorktreeDir string
 	Engine      string
+	Online      bool
 	getenv      func(string) string
 }
 
 const doctorLong = `Check this machine and project before a run, without starting anything or
-sending a request to a model. Each line is ok, warning or error, with the fix:
+sending a request to a model (unless --online). Each line is ok, warning or
+error, with the fix:
 
   - each agent the roles run (the same choice aot run makes: --agent,
     --model, --role, --agent-command or AOT_AGENT_COMMAND, the agents file
@@ -44,7 +46,9 @@ sending a request to a model. Each line is ok, warning or error, with the fix:
   - the state file's folder writable (the journal and the agent logs);
   - the kernel sandbox (Landlock) that confines the agents' writes;
   - with --engine temporal or TEMPORAL_ADDRESS set: aot-temporal present and
-    the Temporal service answering.
+    the Temporal service answering;
+  - with --online: one tiny request through each agent CLI, headless in an
+    empty folder, which checks the login, the endpoint and the model name.
 
 aot run does the quick part itself (each role's program, then its login as
 a warning) and refuses to start, exit 2, when a program is missing; aot
@@ -57,7 +61,7 @@ level, detail, fix?}]}.`
 func newCmdDoctor(d *deps, g *globalOptions, runF func(*doctorOptions) error) *cobra.Command {
 	opts := &doctorOptions{IO: d.io, Global: g, getenv: d.getenv}
 	cmd := &cobra.Command{
-		Use:   "doctor [--agent A] [--role ROLE=AGENT[:MODEL]] [--agent-command CMD] [--worktree-dir DIR] [--engine local|temporal]",
+		Use:   "doctor [--agent A] [--role ROLE=AGENT[:MODEL]] [--agent-command CMD] [--worktree-dir DIR] [--engine local|temporal] [--online]",
 		Short: "Check the agent CLIs, their logins, git, the folders and the sandbox before a run",
 		Long:  doctorLong,
 		Args:  cobra.NoArgs,
@@ -77,6 +81,7 @@ func newCmdDoctor(d *deps, g *globalOptions, runF func(*doctorOptions) error) *c
 	f := cmd.Flags()
 	addAgentFlags(f, &opts.Agents.Agent, &opts.Agents.Model, &opts.Agents.Roles, &opts.Agents.Command)
 	f.StringVar(&opts.WorktreeDir, "worktree-dir", d.getenv("AOT_WORKTREE_DIR"), "the attempts' worktree folder to check (as aot run --worktree-dir; env AOT_WORKTREE_DIR)")
+	f.BoolVar(&opts.Online, "online", false, "also send one tiny request through each agent CLI (costs a few tokens)")
 	f.StringVar(&opts.Engine, "engine", engineLocal, "local, or temporal to check the Temporal service too (also checked when TEMPORAL_ADDRESS is set)")
 	return cmd
 }
@@ -154,6 +159,9 @@ func doctorChecks(ctx context.Context, opts *doctorOptions, env preflight.Env) [
 	} else {
 		checks = append(checks, preflight.Programs(ctx, cfg, agent.Roles, root, env, true)...)
 		checks = append(checks, preflight.Logins(cfg, agent.Roles, env)...)
+		if opts.Online {
+			checks = append(checks, preflight.Online(ctx, cfg, agent.Roles, env)...)
+		}
 	}
 	checks = append(checks, preflight.Git(ctx, root, opts.WorktreeDir, env)...)
 	if stateExists {
