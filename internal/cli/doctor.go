@@ -46,7 +46,8 @@ error, with the fix:
   - the state file's folder writable (the journal and the agent logs);
   - the kernel sandbox (Landlock) that confines the agents' writes;
   - with --engine temporal or TEMPORAL_ADDRESS set: aot-temporal present and
-    the Temporal service answering;
+    the Temporal service answering (aot-temporal connects as a worker does:
+    namespace, TLS and API key included);
   - with --online: one tiny request through each agent CLI, headless in an
     empty folder, which checks the login, the endpoint and the model name.
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -158,7 +159,7 @@ func executable(path string) error {
 		return err
 	case fi.IsDir():
 		return errors.New("a folder, not a program")
-	case fi.Mode()&0o111 == 0:
+	case fi.Mode()&0o111 == 0 && runtime.GOOS != "windows": // Windows has no executable bit
 		return errors.New("not executable (chmod +x it)")
 	}
 	return nil
