@@ -187,6 +187,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 	})
 	for _, c := range []*cobra.Command{
 		newCmdAlign(d, g, nil),
+		newCmdDoctor(d, g, nil),
 		runCmd,
 		stopCmd,
 		newCmdPause(d, g, nil),

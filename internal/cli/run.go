@@ -58,7 +58,10 @@ type runOptions struct {
 }
 
 const runLong = `Run the loop until it halts: check that the state may start (a clear list
-of what is missing otherwise), mark it running, then repeat: reset orphaned
+of what is missing otherwise) and that each role's program is there (the
+CLI on PATH or at its bin:, the exec command's program: a missing one is
+refused with exit 2 and the fix, nothing started; aot doctor checks the
+whole setup), mark it running, then repeat: reset orphaned
 atoms, honour stop and redirect requests, start agents on the executable
 atoms (in parallel, at most max_parallel_agents, each in its own process
 group with a deadline), integrate each result as it arrives, backtrack failed
@@ -183,6 +186,15 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {
+	if opts.Attach == "" && opts.Engine != engineTemporal { // a workflow's agents run on its workers
+		root, err := opts.Global.projectRoot()
+		if err != nil {
+			return err
+		}
+		if err := startPreflight(ctx, opts.IO, opts.agentsCfg, root); err != nil {
+			return err
+		}
+	}
 	if opts.Detach {
 		return runDetach(opts)
 	}

@@ -48,6 +48,7 @@ var stateCommands = [][]string{
 	{"pause"},
 	{"resume"},
 	{"graph"},
+	{"doctor", "--agent-command", "true"},
 }
 
 // Commands that take --state-file (every command does) but never touch it.

@@ -127,6 +127,9 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 			if _, err := durable.ChooseAgent(own, opts.Allow, durable.AgentChoice{}, agent.Worker); err != nil && !opts.Allow.Any && len(opts.Allow.Patterns) == 0 {
 				fmt.Fprintln(opts.IO.ErrOut, "aot worker: no agent of its own (--agent, --agent-command, --agents-file) and no --allow-loop-command: every attempt will be refused")
 			}
+			if err := workerPreflight(cmd.Context(), opts.IO, cfg, opts.Agents); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,7 +134,13 @@ func (s *Server) start(l *loop, q startRequest) (int, error) {
 	for {
 		select {
 		case <-c.done:
-			return 0, &startError{code: 422, msg: "aot run ended at once: " + tailOf(logPath, from)}
+			// Exit 2 is a start refused for its request (an unknown agent,
+			// a missing CLI): the client's to fix.
+			code := http.StatusUnprocessableEntity
+			if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 2 {
+				code = http.StatusBadRequest
+			}
+			return 0, &startError{code: code, msg: "aot run ended at once: " + causeOf(logPath, from)}
 		case <-deadline:
 			return cmd.Process.Pid, nil
 		case <-tick.C:
@@ -142,6 +149,25 @@ func (s *Server) start(l *loop, q startRequest) (int, error) {
 			}
 		}
 	}
+}
+
+// causeOf is why an aot run that ended at once did: its error lines (aot:
+// ...) from what it wrote to path after offset, without the help a usage
+// error prints below them; else the tail of that output.
+func causeOf(path string, offset int64) string {
+	data, err := os.ReadFile(path)
+	if err == nil && int64(len(data)) >= offset {
+		var lines []string
+		for _, l := range strings.Split(string(data[offset:]), "\n") {
+			if msg, ok := strings.CutPrefix(l, "aot: "); ok {
+				lines = append(lines, strings.TrimSpace(msg))
+			}
+		}
+		if len(lines) > 0 {
+			return strings.Join(lines, "; ")
+		}
+	}
+	return tailOf(path, offset)
 }
 
 // tailOf is what a file got after offset, shortened for an error message.

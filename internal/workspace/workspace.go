@@ -410,6 +410,10 @@ func globEscape(s string) string {
 	return b.String()
 }
 
+// GitSupported reports whether `git version` printed a git that isolation
+// works with (2.38 or later: merge-tree --write-tree).
+func GitSupported(version string) bool { return versionAtLeast(version, 2, 38) }
+
 // versionAtLeast reports whether "git version X.Y.Z..." is at least
 // major.minor.
 func versionAtLeast(v string, major, minor int) bool {
