@@ -33,6 +33,7 @@ type workerOptions struct {
 	Grace         time.Duration
 	Agents        agentChoice // defaults under each loop's own choice
 	AgentsFile    string
+	LogLevel      string // the SDK's log on stderr from this level (temporal.go)
 	getenv        func(string) string
 	dial          func(ctx context.Context) (client.Client, error)
 }
@@ -79,6 +80,9 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 			if opts.Agents.Command == "" {
 				opts.Agents.Command = d.getenv("AOT_AGENT_COMMAND")
 			}
+			if err := opts.logTo(); err != nil {
+				return err
+			}
 			if opts.MaxActivities < 0 || opts.Grace < 0 {
 				return usagef("--max-activities and --grace must not be negative")
 			}
@@ -120,6 +124,7 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 	f.DurationVar(&opts.Grace, "grace", durable.DefaultGrace, "how long running attempts may finish after Ctrl-C before they are cancelled")
 	addAgentFlags(f, &opts.Agents.Agent, &opts.Agents.Model, &opts.Agents.Roles, &opts.Agents.Command)
 	f.StringVar(&opts.AgentsFile, "agents-file", "", "an agents file ("+backend.FileName+") whose settings fill in what a loop leaves unset")
+	f.StringVar(&opts.LogLevel, "log-level", "", "the Temporal SDK's log on stderr from this `level`: debug, info, warn or error (default info, or $"+envLogLevel+")")
 	return cmd
 }
 
