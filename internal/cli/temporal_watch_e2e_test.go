@@ -162,13 +162,41 @@ func TestTemporalCodecServerMemoAndActivityIDs(t *testing.T) {
 		}
 		return string(data)
 	}
-	if plain := show(); strings.Contains(plain, "zebra-quartz") {
-		t.Errorf("the workflow's input is readable without the codec: the test proves nothing")
+	// The workflow's input, as temporal workflow show -o json prints it.
+	input := func(args ...string) (encoding string, in durable.LoopInput) {
+		t.Helper()
+		var h struct {
+			Events []struct {
+				Started *struct {
+					Input struct {
+						Payloads []struct {
+							Metadata map[string][]byte `json:"metadata"`
+							Data     []byte            `json:"data"`
+						} `json:"payloads"`
+					} `json:"input"`
+				} `json:"workflowExecutionStartedEventAttributes"`
+			} `json:"events"`
+		}
+		out := show(args...)
+		if err := json.Unmarshal([]byte(out), &h); err != nil || len(h.Events) == 0 || h.Events[0].Started == nil || len(h.Events[0].Started.Input.Payloads) != 1 {
+			t.Fatalf("temporal workflow show -o json %s: %v\n%.2000s", strings.Join(args, " "), err, out)
+		}
+		p := h.Events[0].Started.Input.Payloads[0]
+		if string(p.Metadata["encoding"]) == "json/plain" {
+			if err := json.Unmarshal(p.Data, &in); err != nil {
+				t.Fatalf("the decoded input: %v", err)
+			}
+		}
+		return string(p.Metadata["encoding"]), in
+	}
+	if enc, _ := input(); enc != "binary/zlib" {
+		t.Errorf("without the codec the input is %s, want binary/zlib: the test would prove nothing", enc)
+	}
+	enc, in := input("--codec-endpoint", endpoint)
+	if enc != "json/plain" || !strings.Contains(string(in.State), "files for the codec") || !strings.Contains(string(in.State), "paint the zebra-quartz fence") || in.Repo != remote {
+		t.Errorf("temporal workflow show --codec-endpoint: %s, input %+v", enc, in)
 	}
 	decoded := show("--codec-endpoint", endpoint)
-	if !strings.Contains(decoded, "paint the zebra-quartz fence") {
-		t.Errorf("temporal workflow show --codec-endpoint did not decode the input:\n%.3000s", decoded)
-	}
 	for _, want := range []string{`"attempt/A/1"`, `"merge/A/1"`, `"verify/1"`, `"clean"`} {
 		if !strings.Contains(decoded, want) {
 			t.Errorf("no activity id %s in the history", want)
