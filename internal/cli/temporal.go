@@ -376,6 +376,7 @@ const stopWait = 45 * time.Second
 func temporalStop(opts *stopOptions) error {
 	var cl durable.Closing
 	var id string
+	var last *workflowDoc // the workflow's last answer, once closed
 	err := onWorkflowFor(stopWait+15*time.Second, func(ctx context.Context, w *workflows) error {
 		if err := w.stop(ctx, opts.Global.StateFile, opts.Reason); err != nil {
 			return err
@@ -389,7 +390,7 @@ func temporalStop(opts *stopOptions) error {
 			// The stopped state into the file, when the workflow answers
 			// at once (an attached aot run does it too).
 			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, _ = w.sync(sctx, opts.Global.StateFile)
+			last, _ = w.sync(sctx, opts.Global.StateFile)
 			cancel()
 		}
 		return err
@@ -404,7 +405,11 @@ func temporalStop(opts *stopOptions) error {
 		writeJSON(opts.IO.Out, stopDoc{Success: true, Status: state.ControlStopped, Reason: "manual stop: the workflow was cancelled"})
 		return nil
 	}
-	fmt.Fprintf(opts.IO.Out, "the workflow has closed (%s): its running attempts are stopped; aot run --engine temporal shows the end\n", cl.Status)
+	ended := "Temporal says " + cl.Status
+	if last != nil && last.Outcome != "" {
+		ended = last.Outcome
+	}
+	fmt.Fprintf(opts.IO.Out, "the workflow has closed (%s): its running attempts are stopped; aot run --engine temporal resumes the loop\n", ended)
 	return nil
 }
 

@@ -245,3 +245,29 @@ func TestTemporalCodecServerMemoAndActivityIDs(t *testing.T) {
 		}
 	}
 }
+
+// aot stop on a loop a worker serves: it returns once the workflow has
+// closed, says so, and the state file says stopped.
+func TestTemporalStopWaitsForTheWorkflowToClose(t *testing.T) {
+	start := aotProcesses(t)
+	root, _, ws, sf := temporalProject(t, "a loop to stop", "test -f A.txt", 1, state.Atom{ID: "A", Description: "write A.txt"})
+	const queue = "stopped"
+	ran := filepath.Join(root, "ran")
+	agent := `touch ` + ran + `; i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo '{"success": false, "summary": "held"}'`
+	_, wOut := start("worker", ws, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache"), "--identity", "w1", "--grace", "1s")
+	until(t, "the worker polls", 60*time.Second, func() bool { return strings.Contains(wOut.String(), "polling task queue "+queue) })
+	run, out := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", agent)
+	until(t, "the agent runs", 60*time.Second, func() bool { _, err := os.Stat(ran); return err == nil })
+
+	sp, spOut := start("aot stop", ws, "stop", "--reason", "enough")
+	err, took := waitFor(t, "aot stop", sp, spOut, 90*time.Second)
+	if err != nil || !strings.Contains(spOut.String(), "the workflow has closed (manual_stop)") || took > 45*time.Second {
+		t.Errorf("aot stop: %v after %s\n%s", err, took, spOut)
+	}
+	if s, err := state.NewStore(sf).Read(); err != nil || s.Control.Status != state.ControlStopped {
+		t.Errorf("after aot stop the state file says %v %v", s.Control.Status, err)
+	}
+	if waitFor(t, "aot run", run, out, 30*time.Second); !strings.Contains(out.String(), "stopped (manual_stop): manual stop: enough") {
+		t.Errorf("aot run did not end with the stop:\n%s", out)
+	}
+}
