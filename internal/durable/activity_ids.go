@@ -42,6 +42,9 @@ func (l *loop) activityID(name string) string {
 
 // counted returns kind/<k>, the kind's k-th activity in this run.
 func (l *loop) counted(kind string) string {
+	if kind == "" {
+		kind = "agent"
+	}
 	if workflow.GetVersion(l.ctx, activityIDsChange, workflow.DefaultVersion, 1) < 1 {
 		return ""
 	}
