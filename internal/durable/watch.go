@@ -2,7 +2,6 @@ package durable
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -127,7 +126,7 @@ func WatchWorkers(ctx context.Context, c client.Client, queue string, o WatchOpt
 		repeat = 30 * time.Second
 	}
 	var since, said time.Time // since when nobody serves the queue; when it was last said
-	lastErr := ""
+	var errSaid time.Time     // when a failure to look was last said
 	for {
 		look, cancel := context.WithTimeout(ctx, every+5*time.Second)
 		p, err := QueuePollers(look, c, queue)
@@ -136,12 +135,14 @@ func WatchWorkers(ctx context.Context, c client.Client, queue string, o WatchOpt
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			if msg := err.Error(); msg != lastErr && !errors.Is(err, context.DeadlineExceeded) {
-				o.Say("cannot see who polls the task queue: " + msg)
-				lastErr = msg
+			// Temporal unreachable, say: said once, and again every
+			// repeat while it lasts.
+			if errSaid.IsZero() || time.Since(errSaid) >= repeat {
+				o.Say("cannot see who polls the task queue: " + err.Error())
+				errSaid = time.Now()
 			}
 		case !p.Serving():
-			lastErr = ""
+			errSaid = time.Time{}
 			now := time.Now()
 			if since.IsZero() {
 				since = now
@@ -155,7 +156,7 @@ func WatchWorkers(ctx context.Context, c client.Client, queue string, o WatchOpt
 				said = now
 			}
 		default:
-			lastErr = ""
+			errSaid = time.Time{}
 			if !since.IsZero() {
 				o.Say(fmt.Sprintf("worker %s polls task queue %s now: the loop goes on", strings.Join(p.Names(), ", "), queue))
 			}
