@@ -273,7 +273,7 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 		if err != nil {
 			return err
 		}
-		if p, err := durable.QueuePollers(ctx, c, e.TaskQueue); err == nil && len(p.Workflow) == 0 {
+		if p, err := durable.QueuePollers(ctx, c, e.TaskQueue); err == nil && !p.Serving() {
 			doc = &workflowDoc{ID: m.WorkflowID, Running: e.Running, Status: e.Status, NoWorker: true, Attempts: []workflowAttemptDoc{}}
 			return &noWorkerError{id: m.WorkflowID, pollers: p}
 		}

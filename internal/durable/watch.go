@@ -22,31 +22,27 @@ const pollerFresh = 75 * time.Second
 
 // Pollers are the identities of the workers that poll a task queue lately,
 // for its workflow tasks and for its activity tasks (an aot worker polls
-// both).
+// both; while all its activity slots are taken it polls only workflow
+// tasks, so those are what says a worker is there).
 type Pollers struct {
 	Queue    string
 	Workflow []string
 	Activity []string
 }
 
-// None reports whether no worker polls the queue at all.
-func (p Pollers) None() bool { return len(p.Workflow) == 0 && len(p.Activity) == 0 }
+// Serving reports whether a worker polls the queue for workflow tasks:
+// the workflow can go on, and answer.
+func (p Pollers) Serving() bool { return len(p.Workflow) > 0 }
 
-// Serving reports whether the loop can go on: workers poll the queue for
-// both kinds of task.
-func (p Pollers) Serving() bool { return len(p.Workflow) > 0 && len(p.Activity) > 0 }
-
-// Missing says which kind of task no worker polls for ("" when Serving).
+// Missing says that no worker serves the queue ("" when one does).
 func (p Pollers) Missing() string {
 	switch {
 	case p.Serving():
 		return ""
-	case p.None():
-		return fmt.Sprintf("no worker polls task queue %s", p.Queue)
-	case len(p.Workflow) == 0:
+	case len(p.Activity) > 0:
 		return fmt.Sprintf("no worker polls task queue %s for workflow tasks (only for activities: %s)", p.Queue, strings.Join(p.Activity, ", "))
 	}
-	return fmt.Sprintf("no worker polls task queue %s for activity tasks (only for workflow tasks: %s)", p.Queue, strings.Join(p.Workflow, ", "))
+	return fmt.Sprintf("no worker polls task queue %s", p.Queue)
 }
 
 // Names lists the identities polling, each once.
