@@ -293,7 +293,8 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 			}
 			edited = err
 		}
-		doc = &workflowDoc{ID: m.WorkflowID, Running: !st.Done, Status: e.Status, Paused: st.Paused, Attempts: []workflowAttemptDoc{}}
+		doc = &workflowDoc{ID: m.WorkflowID, Running: !st.Done, Paused: st.Paused, Attempts: []workflowAttemptDoc{}}
+		doc.Status = e.Status
 		if p := st.Pause; p != nil {
 			doc.PausedSince, doc.PausedKill = &p.Since, p.Kill
 		}

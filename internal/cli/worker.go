@@ -33,9 +33,9 @@ type workerOptions struct {
 	Grace         time.Duration
 	Agents        agentChoice // defaults under each loop's own choice
 	AgentsFile    string
-	LogLevel      string // the SDK's log on stderr from this level (temporal.go)
 	getenv        func(string) string
 	dial          func(ctx context.Context) (client.Client, error)
+	LogLevel      string // the SDK's log on stderr from this level (temporal.go)
 }
 
 const workerLong = `aot worker runs the attempts of loops started with aot run --engine temporal,
@@ -122,9 +122,9 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 	f.StringVar(&opts.Identity, "identity", "", "this worker's name in Temporal and in the attempts (default pid@host)")
 	f.IntVar(&opts.MaxActivities, "max-activities", durable.DefaultMaxActivities, "attempts, merges and verifications at once")
 	f.DurationVar(&opts.Grace, "grace", durable.DefaultGrace, "how long running attempts may finish after Ctrl-C before they are cancelled")
+	f.StringVar(&opts.LogLevel, "log-level", "", "the Temporal SDK's log on stderr from this `level`: debug, info, warn or error (default info, or $"+envLogLevel+")")
 	addAgentFlags(f, &opts.Agents.Agent, &opts.Agents.Model, &opts.Agents.Roles, &opts.Agents.Command)
 	f.StringVar(&opts.AgentsFile, "agents-file", "", "an agents file ("+backend.FileName+") whose settings fill in what a loop leaves unset")
-	f.StringVar(&opts.LogLevel, "log-level", "", "the Temporal SDK's log on stderr from this `level`: debug, info, warn or error (default info, or $"+envLogLevel+")")
 	return cmd
 }
 
