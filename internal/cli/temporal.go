@@ -273,9 +273,9 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 		if err != nil {
 			return err
 		}
-		if p, err := durable.QueuePollers(ctx, c, e.TaskQueue); err == nil && !p.Serving() {
+		if nw := unserved(ctx, c, m, e); nw != nil {
 			doc = &workflowDoc{ID: m.WorkflowID, Running: e.Running, Status: e.Status, NoWorker: true, Attempts: []workflowAttemptDoc{}}
-			return &noWorkerError{id: m.WorkflowID, pollers: p}
+			return nw
 		}
 		qctx, cancel := context.WithTimeout(ctx, queryWait)
 		defer cancel()
@@ -324,7 +324,20 @@ type noWorkerError struct {
 }
 
 func (e *noWorkerError) Error() string {
-	return fmt.Sprintf("%s, so workflow %s cannot answer or go on: this is the state file as last projected; start a worker with aot worker --task-queue %s", e.pollers.Missing(), e.id, e.pollers.Queue)
+	return fmt.Sprintf("%s, so workflow %s cannot answer or go on until one does (aot worker --task-queue %s)", e.pollers.Missing(), e.id, e.pollers.Queue)
+}
+
+// unserved says when no worker polls the task queue of the running
+// workflow e (nil when one does, when it has ended, or when Temporal could
+// not say).
+func unserved(ctx context.Context, c client.Client, m durable.Marker, e durable.Execution) *noWorkerError {
+	if !e.Running {
+		return nil
+	}
+	if p, err := durable.QueuePollers(ctx, c, e.TaskQueue); err == nil && !p.Serving() {
+		return &noWorkerError{id: m.WorkflowID, pollers: p}
+	}
+	return nil
 }
 
 func (w *workflows) stop(ctx context.Context, stateFile, reason string) error {
@@ -345,10 +358,29 @@ func (w *workflows) resume(ctx context.Context, stateFile, reason string) error 
 	})
 }
 
+// redirect sends the change as an Update, which the workflow validates:
+// with no worker to do so it would wait for one, so it is refused at once.
 func (w *workflows) redirect(ctx context.Context, stateFile string, ch engine.Change) error {
 	return w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		if e, err := durable.Describe(ctx, c, m); err == nil {
+			if nw := unserved(ctx, c, m, e); nw != nil {
+				return nw
+			}
+		}
 		return durable.Redirect(ctx, c, m, ch)
 	})
+}
+
+// waiting says, after a signal, when no worker will act on it yet.
+func (w *workflows) waiting(ctx context.Context, stateFile string) *noWorkerError {
+	var nw *noWorkerError
+	_ = w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		if e, err := durable.Describe(ctx, c, m); err == nil {
+			nw = unserved(ctx, c, m, e)
+		}
+		return nil
+	})
+	return nw
 }
 
 // onWorkflow runs one of the calls above for a command, with its own
@@ -377,7 +409,6 @@ const stopWait = 45 * time.Second
 func temporalStop(opts *stopOptions) error {
 	var cl durable.Closing
 	var id string
-	var last *workflowDoc // the workflow's last answer, once closed
 	err := onWorkflowFor(stopWait+15*time.Second, func(ctx context.Context, w *workflows) error {
 		if err := w.stop(ctx, opts.Global.StateFile, opts.Reason); err != nil {
 			return err
@@ -390,8 +421,8 @@ func temporalStop(opts *stopOptions) error {
 		if err == nil && cl.Closed {
 			// The stopped state into the file, when the workflow answers
 			// at once (an attached aot run does it too).
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			last, _ = w.sync(sctx, opts.Global.StateFile)
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, _ = w.sync(sctx, opts.Global.StateFile)
 			cancel()
 		}
 		return err
@@ -407,8 +438,8 @@ func temporalStop(opts *stopOptions) error {
 		return nil
 	}
 	ended := "Temporal says " + cl.Status
-	if last != nil && last.Outcome != "" {
-		ended = last.Outcome
+	if cl.Outcome != nil {
+		ended = cl.Outcome.Reason
 	}
 	fmt.Fprintf(opts.IO.Out, "the workflow has closed (%s): its running attempts are stopped; aot run --engine temporal resumes the loop\n", ended)
 	return nil
@@ -430,14 +461,25 @@ func (e *notClosedError) Error() string {
 }
 
 func temporalPause(opts *pauseOptions, reason string) error {
+	var nw *noWorkerError
 	err := onWorkflow(func(ctx context.Context, w *workflows) error {
+		var err error
 		if opts.Resume {
-			return w.resume(ctx, opts.Global.StateFile, reason)
+			err = w.resume(ctx, opts.Global.StateFile, reason)
+		} else {
+			err = w.pause(ctx, opts.Global.StateFile, opts.Kill, reason)
 		}
-		return w.pause(ctx, opts.Global.StateFile, opts.Kill, reason)
+		if err == nil {
+			nw = w.waiting(ctx, opts.Global.StateFile)
+		}
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	if nw != nil {
+		// The signal is kept; it is acted on once a worker polls.
+		fmt.Fprintf(opts.IO.ErrOut, "aot: the signal is recorded, but %v\n", nw)
 	}
 	if opts.Global.JSON {
 		if reason == "" {
@@ -483,7 +525,7 @@ func temporalSync(opts *statusOptions) *workflowDoc {
 	case errors.As(err, &he):
 		fmt.Fprintf(opts.IO.ErrOut, "aot: %v\n", err)
 	case errors.As(err, &nw):
-		fmt.Fprintf(opts.IO.ErrOut, "aot: %v\n", nw)
+		fmt.Fprintf(opts.IO.ErrOut, "aot: %v: shown is the state file as last projected\n", nw)
 	case err != nil:
 		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
 	}

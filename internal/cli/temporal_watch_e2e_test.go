@@ -89,6 +89,19 @@ func TestTemporalNoWorkerIsSaid(t *testing.T) {
 		t.Errorf("aot status --json: %v, workflow %+v\n%s", err, got.Workflow, doc)
 	}
 
+	// aot redirect: refused at once (an Update would wait for a worker);
+	// aot pause: the signal is kept, and the wait said.
+	rd, rdOut := start("aot redirect", ws, "redirect", "--reason", "more", "--max-iterations", "50")
+	err, took = waitFor(t, "aot redirect", rd, rdOut, 40*time.Second)
+	if err == nil || took > 15*time.Second || !strings.Contains(rdOut.String(), "no worker polls task queue "+queue) {
+		t.Errorf("aot redirect without a worker: %v after %s\n%s", err, took, rdOut)
+	}
+	pa, paOut := start("aot pause", ws, "pause")
+	err, took = waitFor(t, "aot pause", pa, paOut, 40*time.Second)
+	if err != nil || took > 15*time.Second || !strings.Contains(paOut.String(), "the signal is recorded, but no worker polls task queue "+queue) {
+		t.Errorf("aot pause without a worker: %v after %s\n%s", err, took, paOut)
+	}
+
 	// aot stop: the workflow cannot close; said, and a failure.
 	sp, spOut := start("aot stop", ws, "stop", "--reason", "nobody serves it")
 	err, took = waitFor(t, "aot stop", sp, spOut, 60*time.Second)

@@ -170,7 +170,8 @@ func WatchWorkers(ctx context.Context, c client.Client, queue string, o WatchOpt
 // not, whether any worker could close it.
 type Closing struct {
 	Closed  bool
-	Status  string // Temporal's word for where the workflow stands
+	Status  string   // Temporal's word for where the workflow stands
+	Outcome *Outcome // how the loop ended, once closed (nil: Temporal did not say)
 	Pollers Pollers
 	// Looked says whether Pollers is what Temporal answered.
 	Looked bool
@@ -189,6 +190,11 @@ func AwaitClose(ctx context.Context, c client.Client, m Marker, wait time.Durati
 		}
 		cl.Status, cl.Closed = e.Status, !e.Running
 		if cl.Closed {
+			// The result is in the history: no worker needed.
+			var out Outcome
+			if c.GetWorkflow(ctx, m.WorkflowID, "").Get(ctx, &out) == nil {
+				cl.Outcome = &out
+			}
 			return cl, nil
 		}
 		if first {
