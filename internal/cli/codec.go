@@ -26,8 +26,6 @@ type codecOptions struct {
 	IO        *streams
 	Addr      string
 	UIOrigins []string
-	// ready is told the address served (tests).
-	ready func(addr string)
 }
 
 const codecLong = `aot codec-server serves the codec of aot's Temporal payloads over HTTP, so
@@ -37,8 +35,8 @@ query and stack as JSON instead of compressed bytes:
   temporal workflow show --workflow-id ID --codec-endpoint http://127.0.0.1:8081
 
 In the Temporal UI, set the codec server's endpoint (the settings of the
-workflow view) to the same address; --ui-origin names the UI's own address
-(its origin, scheme and host) that the browser lets call this server.
+workflow view) to the same address; --ui-origin names the UI's origin (its
+scheme, host and port), which the browser must be allowed to call it from.
 
 It listens on 127.0.0.1 by default: anyone who reaches it can decode (and
 encode) payloads. It needs no connection to Temporal. Ctrl-C stops it.`
@@ -93,9 +91,6 @@ func codecServe(ctx context.Context, opts *codecOptions) error {
 	fmt.Fprintf(opts.IO.Out, "aot codec-server: decoding aot's payloads at http://%s (temporal workflow show --codec-endpoint http://%s); Ctrl-C stops\n", addr, addr)
 	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() {
 		fmt.Fprintf(opts.IO.ErrOut, "aot codec-server: %s is reachable from other machines: whoever reaches it can read the loops' payloads\n", addr)
-	}
-	if opts.ready != nil {
-		opts.ready(addr)
 	}
 	select {
 	case err := <-served:
