@@ -201,6 +201,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 		newCmdPlugin(d, g),
 		newCmdServe(d, g, nil),
 		newCmdWorker(d, g, nil),
+		newCmdCodecServer(d, g, nil),
 	} {
 		c.GroupID = "loop"
 		root.AddCommand(c)

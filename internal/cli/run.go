@@ -329,6 +329,9 @@ func newCmdStop(d *deps, g *globalOptions, runF func(*stopOptions) error) *cobra
 running agents, returns their atoms to pending and records the stop; aot stop
 waits for that. Without a running engine, a loop marked running (its engine
 died) or pending is marked stopped. aot run resumes a stopped loop.
+A loop on Temporal: its workflow is cancelled, and aot stop waits up to 45s
+for it to close; it exits 1 when it has not (no worker polls its task queue,
+or its workers are still stopping its attempts), and says which.
 
 JSON: {success, status, reason, engine_pid}.`,
 		Args: cobra.NoArgs,

@@ -57,7 +57,10 @@ engine_pid, iteration, stall_count, atoms: {total, resolved, unresolved,
 in_progress: [id]}, usage: {tokens, cost_usd}, recent_events: [event]}; for a
 loop on Temporal (aot run --engine temporal) the workflow is asked first, the
 state file brought in step with it, and workflow: {workflow_id, running,
-paused, attempts: [{atom, attempt, started}], outcome} says what it answered.`
+status, paused, attempts: [{atom, attempt, started}], outcome} says what it
+answered (status is Temporal's word for it). When no worker polls the
+workflow's task queue it is not asked (it could not answer): no_worker is
+true, and the rest is the state file as last projected.`
 
 func newCmdStatus(d *deps, g *globalOptions, runF func(*statusOptions) error) *cobra.Command {
 	opts := &statusOptions{IO: d.io, Global: g, now: d.now}

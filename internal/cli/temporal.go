@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -30,7 +33,7 @@ import (
 func runTemporal(ctx context.Context, opts *runOptions) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	c, err := durable.Dial(ctx)
+	c, err := clientDial(opts.IO.ErrOut, os.Getenv)(ctx)
 	if err != nil {
 		return err
 	}
@@ -49,8 +52,11 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
+	var sayMu sync.Mutex // the watch below says things too
 	say := func(s string) {
 		if !opts.Quiet {
+			sayMu.Lock()
+			defer sayMu.Unlock()
 			fmt.Fprintf(opts.IO.ErrOut, "[temporal] %s\n", s)
 		}
 	}
@@ -69,10 +75,28 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 	// them, as they reach the local journal.
 	show := func(ev journal.Event) {
 		if !opts.Quiet {
-			fmt.Fprintf(opts.IO.ErrOut, "[temporal] %s %s  %s\n", ev.Time.Local().Format("15:04:05"), ev.Type, describeEvent(ev))
+			say(fmt.Sprintf("%s %s  %s", ev.Time.Local().Format("15:04:05"), ev.Type, describeEvent(ev)))
 		}
 	}
+	// A loop no worker serves waits in silence on Temporal's side: say so
+	// while it lasts (always, even with --quiet: it is why nothing moves).
+	watchCtx, endWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		queue := m.TaskQueue
+		if e, err := durable.Describe(watchCtx, c, m); err == nil && e.TaskQueue != "" {
+			queue = e.TaskQueue
+		}
+		durable.WatchWorkers(watchCtx, c, queue, durable.WatchOptions{Say: func(line string) {
+			sayMu.Lock()
+			defer sayMu.Unlock()
+			fmt.Fprintf(opts.IO.ErrOut, "[temporal] %s\n", line)
+		}})
+	}()
 	out, err := durable.AttachWith(ctx, c, m, opts.Global.StateFile, durable.AttachOptions{Every: 500 * time.Millisecond, Say: say, Event: show})
+	endWatch()
+	<-watched
 	if err != nil {
 		return err
 	}
@@ -141,7 +165,50 @@ type workflows struct {
 	c    client.Client
 }
 
-func newWorkflows() *workflows { return &workflows{dial: durable.Dial} }
+func newWorkflows() *workflows { return &workflows{dial: clientDial(os.Stderr, os.Getenv)} }
+
+// clientDial dials Temporal for a client command, the SDK's log on errOut
+// from the level AOT_LOG_LEVEL names (default warn: connection trouble).
+func clientDial(errOut io.Writer, getenv func(string) string) func(ctx context.Context) (client.Client, error) {
+	return func(ctx context.Context) (client.Client, error) {
+		level := slog.LevelWarn
+		if word := getenv(envLogLevel); word != "" {
+			l, err := durable.ParseLogLevel(word)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", envLogLevel, err)
+			}
+			level = l
+		}
+		return durable.DialWith(ctx, durable.DialOptions{Log: durable.SDKLog(errOut, level)})
+	}
+}
+
+// logTo sends the worker's SDK log (its polls failing while the server
+// is away, activities failing and retried) to stderr from --log-level, else
+// $AOT_LOG_LEVEL, else info.
+func (opts *workerOptions) logTo() error {
+	word, from := opts.LogLevel, "--log-level"
+	if word == "" {
+		word, from = opts.getenv(envLogLevel), envLogLevel
+	}
+	level := slog.LevelInfo
+	if word != "" {
+		l, err := durable.ParseLogLevel(word)
+		if err != nil {
+			return usagef("%s: %v", from, err)
+		}
+		level = l
+	}
+	logger := durable.SDKLog(opts.IO.ErrOut, level)
+	opts.dial = func(ctx context.Context) (client.Client, error) {
+		return durable.DialWith(ctx, durable.DialOptions{Log: logger})
+	}
+	return nil
+}
+
+// envLogLevel sets the level of the Temporal SDK's log for every command
+// that talks to Temporal; aot worker's --log-level wins over it.
+const envLogLevel = "AOT_LOG_LEVEL"
 
 // Close closes the client, if one was dialled.
 func (w *workflows) Close() error {
@@ -197,12 +264,29 @@ func (w *workflows) call(ctx context.Context, stateFile string, fn func(ctx cont
 // sync asks the workflow where it stands and projects its state into the
 // state file: the workflow is the truth, and the file may be behind while
 // no aot run is attached.
+//
+// Answering a query takes a worker: with none polling the workflow's task
+// queue, the workflow is not asked (the query would wait for one), and
+// the doc says what Temporal itself knows, with the error a *noWorkerError.
 func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, error) {
 	var doc *workflowDoc
 	var edited error // a hand edit, kept aside: said, and the file is in step
 	err := w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
-		st, err := durable.Query(ctx, c, m)
+		e, err := durable.Describe(ctx, c, m)
 		if err != nil {
+			return err
+		}
+		if nw := unserved(ctx, c, m, e); nw != nil {
+			doc = &workflowDoc{ID: m.WorkflowID, Running: e.Running, Status: e.Status, NoWorker: true, Attempts: []workflowAttemptDoc{}}
+			return nw
+		}
+		qctx, cancel := context.WithTimeout(ctx, queryWait)
+		defer cancel()
+		st, err := durable.Query(qctx, c, m)
+		if err != nil {
+			if qctx.Err() != nil && ctx.Err() == nil {
+				return fmt.Errorf("the workflow did not answer within %s (its workers may be busy or unreachable): %w", queryWait, err)
+			}
 			return err
 		}
 		if err := durable.Project(stateFile, st); err != nil {
@@ -214,6 +298,7 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 		}
 		_, _ = durable.JournalRetries(ctx, c, m, stateFile) // Temporal's retries, journaled once; the status stands without
 		doc = &workflowDoc{ID: m.WorkflowID, Running: !st.Done, Paused: st.Paused, Attempts: []workflowAttemptDoc{}}
+		doc.Status = e.Status
 		if p := st.Pause; p != nil {
 			doc.PausedSince, doc.PausedKill = &p.Since, p.Kill
 		}
@@ -229,6 +314,34 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 		err = edited
 	}
 	return doc, err
+}
+
+// queryWait bounds the status query: a workflow with workers answers in
+// milliseconds.
+const queryWait = 8 * time.Second
+
+// noWorkerError: the workflow could not be asked, no worker polls its
+// task queue.
+type noWorkerError struct {
+	id      string
+	pollers durable.Pollers
+}
+
+func (e *noWorkerError) Error() string {
+	return fmt.Sprintf("%s, so workflow %s cannot answer or go on until one does (aot worker --task-queue %s)", e.pollers.Missing(), e.id, e.pollers.Queue)
+}
+
+// unserved says when no worker polls the task queue of the running
+// workflow e (nil when one does, when it has ended, or when Temporal could
+// not say).
+func unserved(ctx context.Context, c client.Client, m durable.Marker, e durable.Execution) *noWorkerError {
+	if !e.Running {
+		return nil
+	}
+	if p, err := durable.QueuePollers(ctx, c, e.TaskQueue); err == nil && !p.Serving() {
+		return &noWorkerError{id: m.WorkflowID, pollers: p}
+	}
+	return nil
 }
 
 func (w *workflows) stop(ctx context.Context, stateFile, reason string) error {
@@ -249,46 +362,128 @@ func (w *workflows) resume(ctx context.Context, stateFile, reason string) error 
 	})
 }
 
+// redirect sends the change as an Update, which the workflow validates:
+// with no worker to do so it would wait for one, so it is refused at once.
 func (w *workflows) redirect(ctx context.Context, stateFile string, ch engine.Change) error {
 	return w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		if e, err := durable.Describe(ctx, c, m); err == nil {
+			if nw := unserved(ctx, c, m, e); nw != nil {
+				return nw
+			}
+		}
 		return durable.Redirect(ctx, c, m, ch)
 	})
+}
+
+// waiting says, after a signal, when no worker will act on it yet.
+func (w *workflows) waiting(ctx context.Context, stateFile string) *noWorkerError {
+	var nw *noWorkerError
+	_ = w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
+		if e, err := durable.Describe(ctx, c, m); err == nil {
+			nw = unserved(ctx, c, m, e)
+		}
+		return nil
+	})
+	return nw
 }
 
 // onWorkflow runs one of the calls above for a command, with its own
 // client and a bound on the whole.
 func onWorkflow(fn func(ctx context.Context, w *workflows) error) error {
+	return onWorkflowFor(30*time.Second, fn)
+}
+
+func onWorkflowFor(bound time.Duration, fn func(ctx context.Context, w *workflows) error) error {
 	w := newWorkflows()
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	return fn(ctx, w)
 }
 
+// stopWait is how long aot stop waits for a stopped workflow to close:
+// its workers kill the running agents, a merge under way lands, the atoms'
+// branches are swept.
+const stopWait = 45 * time.Second
+
+// aot stop on Temporal cancels the workflow and waits for it to close. It
+// succeeds only once it has: a workflow no worker serves cannot close (the
+// stop is asked, and carried out when a worker polls), nor one whose
+// workers take longer than stopWait; both are errors that say so.
 func temporalStop(opts *stopOptions) error {
-	err := onWorkflow(func(ctx context.Context, w *workflows) error {
-		return w.stop(ctx, opts.Global.StateFile, opts.Reason)
+	var cl durable.Closing
+	var id string
+	err := onWorkflowFor(stopWait+15*time.Second, func(ctx context.Context, w *workflows) error {
+		if err := w.stop(ctx, opts.Global.StateFile, opts.Reason); err != nil {
+			return err
+		}
+		err := w.call(ctx, opts.Global.StateFile, func(ctx context.Context, c client.Client, m durable.Marker) (err error) {
+			id = m.WorkflowID
+			cl, err = durable.AwaitClose(ctx, c, m, stopWait)
+			return err
+		})
+		if err == nil && cl.Closed {
+			// The stopped state into the file, when the workflow answers
+			// at once (an attached aot run does it too).
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, _ = w.sync(sctx, opts.Global.StateFile)
+			cancel()
+		}
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	if !cl.Closed {
+		return &notClosedError{id: id, c: cl}
 	}
 	if opts.Global.JSON {
 		writeJSON(opts.IO.Out, stopDoc{Success: true, Status: state.ControlStopped, Reason: "manual stop: the workflow was cancelled"})
 		return nil
 	}
-	fmt.Fprintln(opts.IO.Out, "the workflow is cancelled: its running attempts are stopped; aot run --engine temporal shows the end")
+	ended := "Temporal says " + cl.Status
+	if cl.Outcome != nil {
+		ended = cl.Outcome.Reason
+	}
+	fmt.Fprintf(opts.IO.Out, "the workflow has closed (%s): its running attempts are stopped; aot run --engine temporal resumes the loop\n", ended)
 	return nil
 }
 
+// notClosedError: aot stop asked, and the workflow has not closed.
+type notClosedError struct {
+	id string
+	c  durable.Closing
+}
+
+func (e *notClosedError) Error() string {
+	if e.c.Looked && !e.c.Pollers.Serving() {
+		return fmt.Sprintf("the stop is asked of workflow %s, but it has not closed: %s, and only a worker carries a stop out. "+
+			"It closes once one polls (aot worker --task-queue %s); temporal workflow terminate --workflow-id %s ends it at once, without its last merges and cleanup",
+			e.id, e.c.Pollers.Missing(), e.c.Pollers.Queue, e.id)
+	}
+	return fmt.Sprintf("the stop is asked of workflow %s, but it has not closed within %s (Temporal says %s): its workers are still stopping its attempts; aot status says when it has", e.id, stopWait, e.c.Status)
+}
+
 func temporalPause(opts *pauseOptions, reason string) error {
+	var nw *noWorkerError
 	err := onWorkflow(func(ctx context.Context, w *workflows) error {
+		var err error
 		if opts.Resume {
-			return w.resume(ctx, opts.Global.StateFile, reason)
+			err = w.resume(ctx, opts.Global.StateFile, reason)
+		} else {
+			err = w.pause(ctx, opts.Global.StateFile, opts.Kill, reason)
 		}
-		return w.pause(ctx, opts.Global.StateFile, opts.Kill, reason)
+		if err == nil {
+			nw = w.waiting(ctx, opts.Global.StateFile)
+		}
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	if nw != nil {
+		// The signal is kept; it is acted on once a worker polls.
+		fmt.Fprintf(opts.IO.ErrOut, "aot: the signal is recorded, but %v\n", nw)
 	}
 	if opts.Global.JSON {
 		if reason == "" {
@@ -329,9 +524,12 @@ func temporalSync(opts *statusOptions) *workflowDoc {
 		return err
 	})
 	var he *durable.HandEditError
+	var nw *noWorkerError
 	switch {
 	case errors.As(err, &he):
 		fmt.Fprintf(opts.IO.ErrOut, "aot: %v\n", err)
+	case errors.As(err, &nw):
+		fmt.Fprintf(opts.IO.ErrOut, "aot: %v: shown is the state file as last projected\n", nw)
 	case err != nil:
 		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
 	}

@@ -12,7 +12,12 @@ import (
 type workflowDoc struct {
 	ID      string `json:"workflow_id"`
 	Running bool   `json:"running"` // it has not ended
-	Paused  bool   `json:"paused"`
+	// Status is Temporal's word for it (Running, Completed, Canceled...).
+	Status string `json:"status,omitempty"`
+	// NoWorker says that no worker polls its task queue: the workflow
+	// could not be asked, and waits.
+	NoWorker bool `json:"no_worker,omitempty"`
+	Paused   bool `json:"paused"`
 	// PausedSince and PausedKill say when the pause in force began and
 	// whether it killed the running attempts.
 	PausedSince *time.Time           `json:"paused_since,omitempty"`

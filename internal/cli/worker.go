@@ -34,6 +34,7 @@ type workerOptions struct {
 	Allow         durable.Allow // the loops' own commands this worker runs
 	getenv        func(string) string
 	dial          func(ctx context.Context) (client.Client, error)
+	LogLevel      string // the SDK's log on stderr from this level (temporal.go)
 }
 
 const workerLong = `aot worker runs the attempts of loops started with aot run --engine temporal,
@@ -91,6 +92,9 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 			if opts.Agents.Command == "" {
 				opts.Agents.Command = d.getenv("AOT_AGENT_COMMAND")
 			}
+			if err := opts.logTo(); err != nil {
+				return err
+			}
 			if opts.MaxActivities < 0 || opts.Grace < 0 {
 				return usagef("--max-activities and --grace must not be negative")
 			}
@@ -142,6 +146,7 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 	f.StringVar(&opts.Identity, "identity", "", "this worker's name in Temporal and in the attempts (default pid@host)")
 	f.IntVar(&opts.MaxActivities, "max-activities", durable.DefaultMaxActivities, "attempts, merges and verifications at once")
 	f.DurationVar(&opts.Grace, "grace", durable.DefaultGrace, "how long running attempts may finish after Ctrl-C before they are cancelled")
+	f.StringVar(&opts.LogLevel, "log-level", "", "the Temporal SDK's log on stderr from this `level`: debug, info, warn or error (default info, or $"+envLogLevel+")")
 	addAgentFlags(f, &opts.Agents.Agent, &opts.Agents.Model, &opts.Agents.Roles, &opts.Agents.Command)
 	f.StringVar(&opts.AgentsFile, "agents-file", "", "an agents file ("+backend.FileName+"): this worker's agents, with its flags over it")
 	f.BoolVar(&opts.Allow.Any, "allow-loop-commands", false, "run any exec command a loop brings (aot run --agent-command): this machine's shell to whoever can start a loop")

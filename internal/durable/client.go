@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
@@ -229,6 +230,7 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: o.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		Memo:                  memoOf(s, repo, rel),
 	}, WorkflowName, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -243,6 +245,27 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	_ = os.Remove(seqPath(o.StateFile)) // a new workflow numbers its events afresh
 	_ = os.Remove(logSeqPath(o.StateFile))
 	return m, false, writeMarker(o.StateFile, m)
+}
+
+// Memo keys: what Temporal's UI and CLI show of a loop's workflow
+// (temporal workflow describe), read without the codec.
+const (
+	MemoRepository = "repository"
+	MemoStateFile  = "state_file"
+	MemoGoal       = "goal"
+	MemoLoopID     = "loop_id"
+	MemoHost       = "host"
+)
+
+// memoOf names the loop a workflow runs: its repository (the git remote
+// the workers use), its state file there and on which machine it was
+// started, its goal (one line) and its loop id.
+func memoOf(s *state.State, repo, stateFile string) map[string]any {
+	host, _ := os.Hostname()
+	return map[string]any{
+		MemoRepository: repo, MemoStateFile: filepath.ToSlash(stateFile), MemoHost: host,
+		MemoGoal: dag.OneLine(s.Objective.Goal, 500), MemoLoopID: s.Control.LoopID,
+	}
 }
 
 // integrationBase is where the loop's integration branch starts: its tip

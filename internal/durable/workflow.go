@@ -83,6 +83,8 @@ type loop struct {
 	disconnected bool // the workflow was cancelled: l.ctx is disconnected from it
 	outcome      *Outcome
 
+	named activityIDs // the activity ids given in this run (activity_ids.go)
+
 	events   []journal.Event // the last eventRing events
 	eventSeq int
 	logs     []AgentLog // the agents' last logs (logs.go)
@@ -290,7 +292,7 @@ func (l *loop) Start(a engine.Attempt) {
 	actx, cancel := workflow.WithCancel(l.ctx)
 	t.cancel = cancel
 	in := AttemptInput{Loop: l.id, Repo: l.in.Repo, BaseCommit: l.head, Branch: t.branch, Task: a.Task, Agent: l.in.Agent, Timeout: l.agentTimeout()}
-	t.fut = workflow.ExecuteActivity(workflow.WithActivityOptions(actx, l.attemptOptions()), AttemptActivity, in)
+	t.fut = workflow.ExecuteActivity(workflow.WithActivityOptions(actx, named(l.attemptOptions(), l.activityID(attemptName(a)))), AttemptActivity, in)
 	l.tasks[a.ID] = t
 }
 
@@ -349,7 +351,7 @@ func (l *loop) Checks(judges bool) (verify.Report, error) {
 	in := VerifyInput{Repo: l.in.Repo, Commit: l.head, State: state.Marshal(l.core.State()), Project: l.in.Project,
 		Judge: judges, Agent: l.in.Agent, Timeout: l.agentTimeout(), Loop: l.id, StateFile: l.in.StateFile}
 	var v VerifyResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, l.verifyOptions()), VerifyActivity, in).Get(l.ctx, &v)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, named(l.verifyOptions(), l.counted("verify"))), VerifyActivity, in).Get(l.ctx, &v)
 	l.finished++
 	if err != nil {
 		if temporal.IsCanceledError(err) {
@@ -371,7 +373,7 @@ func (l *loop) RunAgent(t agent.Task) (agent.Result, error, time.Duration) {
 	start := workflow.Now(l.ctx)
 	in := AttemptInput{Loop: l.id, Repo: l.in.Repo, BaseCommit: l.head, Task: t, Agent: l.in.Agent, Timeout: l.agentTimeout()}
 	var r AttemptResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, l.attemptOptions()), AttemptActivity, in).Get(l.ctx, &r)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, named(l.attemptOptions(), l.counted(string(t.Role)))), AttemptActivity, in).Get(l.ctx, &r)
 	l.finished++
 	l.refused(r)
 	l.keepLog(r.Log)
@@ -463,7 +465,7 @@ func (l *loop) startMerge() {
 		l.merging = t
 		in := MergeInput{Repo: l.in.Repo, Base: l.in.Base, Branch: t.branch, Atom: t.Atom, Loop: l.id, Attempt: t.N,
 			Message: t.res.Result.Summary, Project: l.in.Project, StateFile: l.in.StateFile}
-		l.mergeF = workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, mergeOptions()), MergeActivity, in)
+		l.mergeF = workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, named(mergeOptions(), l.activityID(fmt.Sprintf("merge/%s/%d", t.Atom, t.N)))), MergeActivity, in)
 	}
 }
 
@@ -551,7 +553,7 @@ func (l *loop) cleanBranches() {
 		return
 	}
 	in := CleanInput{Repo: l.in.Repo, Prefix: "aot/" + l.id + "/", Keep: l.in.Base}
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, cleanOptions()), CleanActivity, in).Get(l.ctx, nil)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, named(cleanOptions(), l.activityID("clean"))), CleanActivity, in).Get(l.ctx, nil)
 	if err != nil {
 		l.Say("the atoms' branches could not be deleted from " + l.in.Repo + ": " + err.Error())
 	}

@@ -28,8 +28,9 @@ const historyDir = "testdata/history"
 
 // recordedAs names the histories TestWorkflowRecordHistory writes: the
 // workflow's latest change of commands (loop-run*.json are from before
-// the atoms' branches were deleted at the end).
-const recordedAs = "clean-branches"
+// the atoms' branches were deleted at the end, clean-branches-run*.json
+// from before activity ids named atom and attempt).
+const recordedAs = "activity-ids"
 
 func TestWorkflowReplaysRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))
