@@ -60,7 +60,7 @@ func TestTemporalNoWorkerIsSaid(t *testing.T) {
 	const queue = "nobody-polls"
 	agent := `echo A > A.txt && echo '{"success": true, "summary": "wrote A"}'`
 
-	run, out := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", agent)
+	run, out := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec")
 	until(t, "the workflow starts", 60*time.Second, func() bool { return strings.Contains(out.String(), "started workflow ") })
 	until(t, "aot run says no worker polls", 10*time.Second, func() bool {
 		return strings.Contains(out.String(), "no worker polls task queue "+queue+": the loop waits until one does")
@@ -124,7 +124,7 @@ func TestTemporalNoWorkerIsSaid(t *testing.T) {
 	})
 
 	// A worker polls: said; the stop asked is carried out.
-	_, wOut := start("worker", ws, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache"), "--identity", "late-worker", "--grace", "1s")
+	_, wOut := start("worker", ws, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache"), "--identity", "late-worker", "--grace", "1s", "--agent-command", agent)
 	until(t, "aot run sees the worker", 30*time.Second, func() bool {
 		return strings.Contains(out.String(), "worker late-worker polls task queue "+queue+" now") || strings.Contains(out.String(), "stopped (")
 	})
@@ -147,9 +147,9 @@ func TestTemporalCodecServerMemoAndActivityIDs(t *testing.T) {
 	root, remote, ws, sf := temporalProject(t, "files for the codec", "test -f A.txt", 1, state.Atom{ID: "A", Description: "paint the zebra-quartz fence"})
 	const queue = "codec"
 	agent := `echo A > A.txt && echo '{"success": true, "summary": "wrote A"}'`
-	_, wOut := start("worker", ws, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache"), "--identity", "w1", "--log-level", "warn")
+	_, wOut := start("worker", ws, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache"), "--identity", "w1", "--log-level", "warn", "--agent-command", agent)
 	until(t, "the worker polls", 60*time.Second, func() bool { return strings.Contains(wOut.String(), "polling task queue "+queue) })
-	run, out := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", agent)
+	run, out := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec")
 	if err, _ := waitFor(t, "aot run", run, out, 3*time.Minute); err != nil || !strings.Contains(out.String(), "completed (completed)") {
 		t.Fatalf("aot run: %v\n%s", err, out)
 	}
@@ -267,9 +267,9 @@ func TestTemporalStopWaitsForTheWorkflowToClose(t *testing.T) {
 	const queue = "stopped"
 	ran := filepath.Join(root, "ran")
 	agent := `touch ` + ran + `; i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo '{"success": false, "summary": "held"}'`
-	_, wOut := start("worker", ws, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache"), "--identity", "w1", "--grace", "1s")
+	_, wOut := start("worker", ws, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache"), "--identity", "w1", "--grace", "1s", "--agent-command", agent)
 	until(t, "the worker polls", 60*time.Second, func() bool { return strings.Contains(wOut.String(), "polling task queue "+queue) })
-	run, out := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", agent)
+	run, out := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec")
 	until(t, "the agent runs", 60*time.Second, func() bool { _, err := os.Stat(ran); return err == nil })
 
 	sp, spOut := start("aot stop", ws, "stop", "--reason", "enough")
