@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -318,12 +319,21 @@ func writeStatus(io *streams, v *statusView) {
 	if se := doc.Session; se != nil {
 		engineLine = fmt.Sprintf("none: in-session, waiting for its %s session %s (if that session has ended: %s)", se.Client, se.ID, se.Resume)
 	}
+	if wf := doc.Workflow; wf != nil {
+		engineLine = "on Temporal, workflow " + wf.ID
+		if wf.Status != "" {
+			engineLine += " (" + wf.Status + ")"
+		}
+	}
 	fmt.Fprintf(tw, "Loop\t%s, iteration %d, stall %d/%d, engine %s\n", io.status(doc.Status), doc.Iteration, doc.StallCount, s.Objective.Constraints.MaxStallCount, engineLine)
 	if doc.StopReason != nil {
 		fmt.Fprintf(tw, "Stop reason\t%s\n", *doc.StopReason)
 	}
 	fmt.Fprintf(tw, "Progress\t%s %d/%d atoms resolved, %d unresolved\n", bar(doc.Atoms.Resolved, doc.Atoms.Total, 20), doc.Atoms.Resolved, doc.Atoms.Total, doc.Atoms.Unresolved)
 	fmt.Fprintf(tw, "Running\t%s\n", orDash(strings.Join(doc.Atoms.InProgress, ", ")))
+	if wf := doc.Workflow; wf != nil {
+		writeWorkflow(tw, wf)
+	}
 	fmt.Fprintf(tw, "Agents\t%s\n", agentsLine(doc.Agents))
 	fmt.Fprintf(tw, "Confined\t%s\n", confinedLine(doc.Confinement))
 	if refused := refusedTools(v.Events, 3); refused != "" {
@@ -593,4 +603,32 @@ func roleSpend(roles map[string]atomSpendDoc) string {
 		parts = append(parts, fmt.Sprintf("%s %d× %d tokens $%.4f %s", r, sp.Attempts, sp.Tokens, sp.CostUSD, (time.Duration(sp.DurationMS)*time.Millisecond).Round(time.Second)))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// writeWorkflow prints what a loop's Temporal workflow answered: who
+// serves it, its pause and its attempts on the workers.
+func writeWorkflow(tw *tabwriter.Writer, wf *workflowDoc) {
+	switch {
+	case wf.NoWorker:
+		fmt.Fprintf(tw, "Workers\tnone polls task queue %s: start one with aot worker --task-queue %s\n", wf.TaskQueue, wf.TaskQueue)
+	case len(wf.Workers) > 0:
+		fmt.Fprintf(tw, "Workers\t%s on task queue %s\n", strings.Join(wf.Workers, ", "), wf.TaskQueue)
+	}
+	if wf.Paused {
+		line := "yes"
+		if wf.PausedSince != nil {
+			line = "since " + wf.PausedSince.Local().Format("15:04:05")
+		}
+		if wf.PausedKill {
+			line += ", its attempts killed"
+		}
+		fmt.Fprintf(tw, "Paused\t%s (aot resume goes on)\n", line)
+	}
+	if len(wf.Attempts) > 0 {
+		var on []string
+		for _, a := range wf.Attempts {
+			on = append(on, fmt.Sprintf("%s attempt %d (%s)", a.Atom, a.Attempt, time.Since(a.Started).Round(time.Second)))
+		}
+		fmt.Fprintf(tw, "On workers\t%s\n", strings.Join(on, ", "))
+	}
 }

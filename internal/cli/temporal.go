@@ -276,8 +276,10 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 		if err != nil {
 			return err
 		}
-		if nw := unserved(ctx, c, m, e); nw != nil {
-			doc = &workflowDoc{ID: m.WorkflowID, Running: e.Running, Status: e.Status, NoWorker: true, Attempts: []workflowAttemptDoc{}}
+		pollers, nw := unserved(ctx, c, m, e)
+		if nw != nil {
+			doc = &workflowDoc{ID: m.WorkflowID, Running: e.Running, Status: e.Status, NoWorker: true, Attempts: []workflowAttemptDoc{},
+				TaskQueue: e.TaskQueue, Workers: []string{}}
 			return nw
 		}
 		qctx, cancel := context.WithTimeout(ctx, queryWait)
@@ -298,7 +300,10 @@ func (w *workflows) sync(ctx context.Context, stateFile string) (*workflowDoc, e
 		}
 		_, _ = durable.JournalRetries(ctx, c, m, stateFile) // Temporal's retries, journaled once; the status stands without
 		doc = &workflowDoc{ID: m.WorkflowID, Running: !st.Done, Paused: st.Paused, Attempts: []workflowAttemptDoc{}}
-		doc.Status = e.Status
+		doc.Status, doc.TaskQueue, doc.Workers = e.Status, e.TaskQueue, pollers.Names()
+		if doc.Workers == nil {
+			doc.Workers = []string{}
+		}
 		if p := st.Pause; p != nil {
 			doc.PausedSince, doc.PausedKill = &p.Since, p.Kill
 		}
@@ -333,15 +338,16 @@ func (e *noWorkerError) Error() string {
 
 // unserved says when no worker polls the task queue of the running
 // workflow e (nil when one does, when it has ended, or when Temporal could
-// not say).
-func unserved(ctx context.Context, c client.Client, m durable.Marker, e durable.Execution) *noWorkerError {
+// not say), with the workers that poll it.
+func unserved(ctx context.Context, c client.Client, m durable.Marker, e durable.Execution) (durable.Pollers, *noWorkerError) {
 	if !e.Running {
-		return nil
+		return durable.Pollers{Queue: e.TaskQueue}, nil
 	}
-	if p, err := durable.QueuePollers(ctx, c, e.TaskQueue); err == nil && !p.Serving() {
-		return &noWorkerError{id: m.WorkflowID, pollers: p}
+	p, err := durable.QueuePollers(ctx, c, e.TaskQueue)
+	if err == nil && !p.Serving() {
+		return p, &noWorkerError{id: m.WorkflowID, pollers: p}
 	}
-	return nil
+	return p, nil
 }
 
 func (w *workflows) stop(ctx context.Context, stateFile, reason string) error {
@@ -367,7 +373,7 @@ func (w *workflows) resume(ctx context.Context, stateFile, reason string) error 
 func (w *workflows) redirect(ctx context.Context, stateFile string, ch engine.Change) error {
 	return w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
 		if e, err := durable.Describe(ctx, c, m); err == nil {
-			if nw := unserved(ctx, c, m, e); nw != nil {
+			if _, nw := unserved(ctx, c, m, e); nw != nil {
 				return nw
 			}
 		}
@@ -380,7 +386,7 @@ func (w *workflows) waiting(ctx context.Context, stateFile string) *noWorkerErro
 	var nw *noWorkerError
 	_ = w.call(ctx, stateFile, func(ctx context.Context, c client.Client, m durable.Marker) error {
 		if e, err := durable.Describe(ctx, c, m); err == nil {
-			nw = unserved(ctx, c, m, e)
+			_, nw = unserved(ctx, c, m, e)
 		}
 		return nil
 	})

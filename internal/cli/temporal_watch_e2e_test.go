@@ -72,7 +72,7 @@ func TestTemporalNoWorkerIsSaid(t *testing.T) {
 	if err != nil || took > 15*time.Second {
 		t.Errorf("aot status: %v after %s\n%s", err, took, stOut)
 	}
-	for _, want := range []string{"no worker polls task queue " + queue, "a loop nobody serves yet"} {
+	for _, want := range []string{"no worker polls task queue " + queue, "a loop nobody serves yet", "engine on Temporal, workflow aot-", "none polls task queue " + queue + ": start one with aot worker --task-queue " + queue} {
 		if !strings.Contains(stOut.String(), want) {
 			t.Errorf("aot status does not say %q:\n%s", want, stOut)
 		}
@@ -271,6 +271,27 @@ func TestTemporalStopWaitsForTheWorkflowToClose(t *testing.T) {
 	until(t, "the worker polls", 60*time.Second, func() bool { return strings.Contains(wOut.String(), "polling task queue "+queue) })
 	run, out := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec")
 	until(t, "the agent runs", 60*time.Second, func() bool { _, err := os.Stat(ran); return err == nil })
+
+	// The text of aot status shows the workflow, its workers, its
+	// attempt on them, and a pause.
+	pa, paOut := start("aot pause", ws, "pause")
+	if err, _ := waitFor(t, "aot pause", pa, paOut, 40*time.Second); err != nil {
+		t.Fatalf("aot pause: %v\n%s", err, paOut)
+	}
+	var stText string
+	until(t, "aot status shows the pause", 30*time.Second, func() bool {
+		st, stOut := start("aot status", ws, "status")
+		if err, _ := waitFor(t, "aot status", st, stOut, 30*time.Second); err != nil {
+			t.Fatalf("aot status: %v\n%s", err, stOut)
+		}
+		stText = stOut.String()
+		return strings.Contains(stText, "Paused ")
+	})
+	for _, want := range []string{"engine on Temporal, workflow aot-", "(Running)", "Workers ", "w1 on task queue " + queue, "On workers ", "A attempt 1 (", "(aot resume goes on)"} {
+		if !strings.Contains(stText, want) {
+			t.Errorf("aot status does not say %q:\n%s", want, stText)
+		}
+	}
 
 	sp, spOut := start("aot stop", ws, "stop", "--reason", "enough")
 	err, took := waitFor(t, "aot stop", sp, spOut, 90*time.Second)

@@ -17,7 +17,11 @@ type workflowDoc struct {
 	// NoWorker says that no worker polls its task queue: the workflow
 	// could not be asked, and waits.
 	NoWorker bool `json:"no_worker,omitempty"`
-	Paused   bool `json:"paused"`
+	// TaskQueue is the queue its tasks wait on; Workers the identities of
+	// the workers that poll it lately.
+	TaskQueue string   `json:"task_queue,omitempty"`
+	Workers   []string `json:"workers,omitempty"`
+	Paused    bool     `json:"paused"`
 	// PausedSince and PausedKill say when the pause in force began and
 	// whether it killed the running attempts.
 	PausedSince *time.Time           `json:"paused_since,omitempty"`
