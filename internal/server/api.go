@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,6 +131,13 @@ type progressDoc struct {
 	InProgress int `json:"in_progress"`
 	Pending    int `json:"pending"`
 	Executable int `json:"executable"`
+	// SetAside: OR choices the loop will not run (they failed, or another
+	// choice of their group is selected); they are among Pending.
+	SetAside int `json:"set_aside"`
+	// Settled is Resolved plus SetAside, Percent its share of Total: 100
+	// when the loop completed.
+	Settled int `json:"settled"`
+	Percent int `json:"percent"`
 }
 
 type runningDoc struct {
@@ -140,26 +148,31 @@ type runningDoc struct {
 }
 
 type summaryDoc struct {
-	LoopID        string        `json:"loop_id"`
-	Title         string        `json:"title"`
-	Description   string        `json:"description"`
-	Workspace     string        `json:"workspace"`
-	StateFile     string        `json:"state_file"`
-	Status        string        `json:"status"`
-	Goal          string        `json:"goal"`
-	Engine        engineInfo    `json:"engine"`
-	Progress      progressDoc   `json:"progress"`
-	Iteration     int           `json:"iteration"`
-	MaxIterations int           `json:"max_iterations"`
-	StopReason    string        `json:"stop_reason,omitempty"`
-	Usage         history.Spend `json:"usage"`
-	Running       []runningDoc  `json:"running"`
-	CreatedAt     time.Time     `json:"created_at"`
-	UpdatedAt     *time.Time    `json:"updated_at,omitempty"`
-	Error         string        `json:"error,omitempty"` // the state file cannot be read
-	CCW           any           `json:"ccw,omitempty"`
-	Trail         []trailDoc    `json:"trail,omitempty"`
-	Corrections   []correctDoc  `json:"corrections,omitempty"`
+	LoopID        string      `json:"loop_id"`
+	Title         string      `json:"title"`
+	Description   string      `json:"description"`
+	Workspace     string      `json:"workspace"`
+	StateFile     string      `json:"state_file"`
+	Status        string      `json:"status"`
+	Goal          string      `json:"goal"`
+	Engine        engineInfo  `json:"engine"`
+	Progress      progressDoc `json:"progress"`
+	Iteration     int         `json:"iteration"`
+	MaxIterations int         `json:"max_iterations"`
+	// CurrentIteration is the sweep under way while the loop runs or is
+	// paused (sweeps done + 1, at most max_iterations), else the sweeps done.
+	CurrentIteration int           `json:"current_iteration"`
+	StartedAt        *time.Time    `json:"started_at,omitempty"` // the first run's start, from the journal
+	EndedAt          *time.Time    `json:"ended_at,omitempty"`   // the last event of a loop that is not running
+	StopReason       string        `json:"stop_reason,omitempty"`
+	Usage            history.Spend `json:"usage"`
+	Running          []runningDoc  `json:"running"`
+	CreatedAt        time.Time     `json:"created_at"`
+	UpdatedAt        *time.Time    `json:"updated_at,omitempty"`
+	Error            string        `json:"error,omitempty"` // the state file cannot be read
+	CCW              any           `json:"ccw,omitempty"`
+	Trail            []trailDoc    `json:"trail,omitempty"`
+	Corrections      []correctDoc  `json:"corrections,omitempty"`
 
 	st *state.State // the control fields the status is computed from
 }
@@ -212,6 +225,14 @@ func (s *Server) summary(l *loop) summaryDoc {
 	if d.st != nil {
 		d.Status = loopStatus(d.st, eng)
 	}
+	d.CurrentIteration = d.Iteration
+	if d.Status == "running" || d.Status == "paused" {
+		if d.CurrentIteration++; d.MaxIterations > 0 && d.CurrentIteration > d.MaxIterations {
+			d.CurrentIteration = d.MaxIterations
+		}
+	} else if d.StartedAt != nil {
+		d.EndedAt = d.UpdatedAt
+	}
 	return d
 }
 
@@ -228,6 +249,13 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 	if len(evs) > 0 {
 		t := evs[len(evs)-1].Time
 		d.UpdatedAt = &t
+	}
+	for i := range evs {
+		if evs[i].Type == journal.RunStart || evs[i].Type == journal.RunResume {
+			t := evs[i].Time
+			d.StartedAt = &t
+			break
+		}
 	}
 	if running {
 		book := history.NewBook(l.stateFile)
@@ -248,24 +276,56 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 	}
 	d.st = &state.State{Control: st.Control}
 	d.Goal = st.Objective.Goal
+	if l.titleFromGoal {
+		d.Title = dag.OneLine(st.Objective.Goal, 80)
+	}
+	// The state file counts the sweeps at their end; the journal's
+	// iteration events may be ahead of it between two checkpoints.
 	d.Iteration = st.Control.Iteration
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == journal.Iteration {
+			d.Iteration = max(d.Iteration, evs[i].Iteration)
+			break
+		}
+	}
 	d.MaxIterations = st.Objective.Constraints.MaxIterations
 	if st.Control.StopReason != nil {
 		d.StopReason = *st.Control.StopReason
 	}
+	d.Progress = progressOf(st)
+	return d
+}
+
+// progressOf counts the atoms by status. An OR choice that failed, or
+// whose group selected another choice, is set aside: the loop is done
+// without it, so it counts as settled and a completed loop reads 100%.
+func progressOf(st *state.State) progressDoc {
+	var p progressDoc
+	groups := map[string]*state.ORGroup{}
+	for i := range st.ORGroups {
+		groups[st.ORGroups[i].Name] = &st.ORGroups[i]
+	}
 	for i := range st.Atoms {
-		switch st.Atoms[i].Status {
+		a := &st.Atoms[i]
+		switch a.Status {
 		case state.StatusResolved:
-			d.Progress.Resolved++
+			p.Resolved++
 		case state.StatusInProgress:
-			d.Progress.InProgress++
+			p.InProgress++
 		default:
-			d.Progress.Pending++
+			p.Pending++
+			if g := groups[a.ORGroup]; g != nil && (slices.Contains(g.Failed, a.ID) || (g.Selected != "" && g.Selected != a.ID)) {
+				p.SetAside++
+			}
 		}
 	}
-	d.Progress.Total = len(st.Atoms)
-	d.Progress.Executable = len(dag.Executable(st, 0))
-	return d
+	p.Total = len(st.Atoms)
+	p.Executable = len(dag.Executable(st, 0))
+	p.Settled = p.Resolved + p.SetAside
+	if p.Total > 0 {
+		p.Percent = p.Settled * 100 / p.Total
+	}
+	return p
 }
 
 // loopStatus is the CCW status of a loop: ccw's mapping of the state, with
