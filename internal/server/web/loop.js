@@ -3,7 +3,7 @@
 // trail and corrections, the cost per atom and the journal, kept live by
 // the loop's own event stream.
 import { get, loopPath, stream } from './api.js';
-import { progressBar } from './cards.js';
+import { cut, iterationText, progressBar } from './list.js';
 import { Controls } from './controls.js';
 import { count, duration, el, elapsed, fill, latest, money, statusBadge, table, throttle, when } from './dom.js';
 import { Tails } from './tail.js';
