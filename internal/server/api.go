@@ -174,7 +174,24 @@ type summaryDoc struct {
 	Trail            []trailDoc    `json:"trail,omitempty"`
 	Corrections      []correctDoc  `json:"corrections,omitempty"`
 
-	st *state.State // the control fields the status is computed from
+	// Bounds are the loop's limits that are set, with what is used of each
+	// and what is left.
+	Bounds []boundDoc `json:"bounds"`
+
+	st       *state.State // the control fields the status is computed from
+	limits   state.Constraints
+	runStart *time.Time    // the latest run's start: max_wall_time counts from it
+	runPause time.Duration // paused since then, not charged to max_wall_time
+	attempts int           // the most failed attempts of one atom
+}
+
+// boundDoc is one limit of the loop: max_cost_usd in dollars,
+// max_wall_time in milliseconds of the latest run, the others in counts.
+type boundDoc struct {
+	Name  string  `json:"name"`
+	Limit float64 `json:"limit"`
+	Used  float64 `json:"used"`
+	Left  float64 `json:"left"`
 }
 
 type trailDoc struct {
@@ -225,6 +242,7 @@ func (s *Server) summary(l *loop) summaryDoc {
 	if d.st != nil {
 		d.Status = loopStatus(d.st, eng)
 	}
+	d.Bounds = bounds(&d, time.Now())
 	d.CurrentIteration = d.Iteration
 	if d.Status == "running" || d.Status == "paused" {
 		if d.CurrentIteration++; d.MaxIterations > 0 && d.CurrentIteration > d.MaxIterations {
@@ -251,10 +269,17 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 		d.UpdatedAt = &t
 	}
 	for i := range evs {
-		if evs[i].Type == journal.RunStart || evs[i].Type == journal.RunResume {
+		switch evs[i].Type {
+		case journal.RunStart, journal.RunResume:
 			t := evs[i].Time
-			d.StartedAt = &t
-			break
+			if d.StartedAt == nil {
+				d.StartedAt = &t
+			}
+			d.runStart, d.runPause = &t, 0
+		case journal.Resume:
+			if ms, ok := evs[i].Data["paused_ms"].(float64); ok {
+				d.runPause += time.Duration(ms) * time.Millisecond
+			}
 		}
 	}
 	if running {
@@ -293,7 +318,44 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 		d.StopReason = *st.Control.StopReason
 	}
 	d.Progress = progressOf(st)
+	d.limits = st.Objective.Constraints
+	for i := range st.Atoms {
+		d.attempts = max(d.attempts, st.Atoms[i].Attempts)
+	}
 	return d
+}
+
+// bounds lists the limits set on the loop with their use so far.
+func bounds(d *summaryDoc, now time.Time) []boundDoc {
+	out := []boundDoc{}
+	add := func(name string, limit, used float64) {
+		if limit > 0 {
+			out = append(out, boundDoc{Name: name, Limit: limit, Used: used, Left: max(0, limit-used)})
+		}
+	}
+	k := d.limits
+	stall := 0
+	if d.st != nil {
+		stall = d.st.Control.StallCount
+	}
+	add("max_iterations", float64(k.MaxIterations), float64(d.Iteration))
+	add("max_cost_usd", k.MaxCostUSD, d.Usage.CostUSD)
+	add("max_tokens", float64(k.MaxTokens), float64(d.Usage.Tokens))
+	if wall, err := state.ParseDuration(k.MaxWallTime); err == nil && wall > 0 {
+		var used time.Duration
+		if d.runStart != nil {
+			end := now
+			if !d.Engine.Running && d.UpdatedAt != nil {
+				end = *d.UpdatedAt
+			}
+			used = max(0, end.Sub(*d.runStart)-d.runPause)
+		}
+		add("max_wall_time", float64(wall.Milliseconds()), float64(used.Milliseconds()))
+	}
+	add("max_stall_count", float64(k.MaxStallCount), float64(stall))
+	add("max_attempts_per_atom", float64(k.MaxAttemptsPerAtom), float64(d.attempts))
+	add("max_parallel_agents", float64(k.MaxParallelAgents), float64(len(d.Running)))
+	return out
 }
 
 // progressOf counts the atoms by status. An OR choice that failed, or

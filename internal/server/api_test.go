@@ -928,6 +928,10 @@ func TestTheSummaryCountsTheSweepUnderWayAndTheRunsTimes(t *testing.T) {
 		StartedAt        *time.Time `json:"started_at"`
 		EndedAt          *time.Time `json:"ended_at"`
 		Progress         struct{ Percent int }
+		Bounds           []struct {
+			Name              string
+			Limit, Used, Left float64
+		}
 	}
 	var s doc
 	h.waitFor("SLOW1 runs", func() bool {
@@ -936,6 +940,23 @@ func TestTheSummaryCountsTheSweepUnderWayAndTheRunsTimes(t *testing.T) {
 	})
 	if s.Iteration != 0 || s.CurrentIteration != 1 || s.StartedAt.Before(before) || s.EndedAt != nil || s.Progress.Percent != 0 {
 		t.Errorf("while the first sweep runs: %+v", s)
+	}
+	bound := func(name string) string {
+		for _, b := range s.Bounds {
+			if b.Name == name {
+				return fmt.Sprintf("%v/%v/%v", b.Limit, b.Used, b.Left)
+			}
+		}
+		return "absent"
+	}
+	if got := bound("max_parallel_agents"); got != "1/1/0" {
+		t.Errorf("max_parallel_agents while SLOW1 runs (limit/used/left): %s", got)
+	}
+	if got := bound("max_iterations"); got != "20/0/20" {
+		t.Errorf("max_iterations in the first sweep (limit/used/left): %s", got)
+	}
+	if got := bound("max_cost_usd"); got != "absent" {
+		t.Errorf("a limit not set is listed: %s", got)
 	}
 	if err := os.WriteFile(filepath.Join(h.ws, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -385,6 +385,123 @@ func TestTheListSearchesFiltersAndSortsAndACompletedLoopReadsDone(t *testing.T) 
 	b.do("a phone-sized screen", chromedp.EmulateViewport(375, 812))
 	b.until("the page lays out at 375 px", `document.documentElement.clientWidth === 375`)
 	b.noHorizontalScroll("the list")
+
+	// The completed loop's page: no Start; its failed OR choice is shown
+	// as such in the costs, not as pending.
+	b.do("a desktop screen", chromedp.EmulateViewport(1280, 900))
+	b.do("the completed loop's page", chromedp.Evaluate[chromedp.Void](`location.hash = '#/loops/`+done+`'`))
+	b.until("the costs list A2 as a failed choice", `[...document.querySelectorAll('[data-panel=costs] tr')].some(tr => tr.querySelector('td')?.textContent === 'A2' && tr.querySelector('[data-role=atom-status]').textContent === 'failed choice')`)
+	b.until("the progress reads 100%", `document.querySelector('.loop-head [data-role=progress]')?.textContent === '3 / 3 done · 100%'`)
+	if got := b.eval(`[...document.querySelectorAll('.controls .ctl-box')].filter(b => !b.hidden).map(b => b.querySelector('h3').textContent).join(',')`); got != "" {
+		t.Errorf("a completed loop offers %v", got)
+	}
+	if errs := b.pageErrors(); errs != "" {
+		t.Error(errs)
+	}
+}
+
+// chattyAgent prints 300 lines at once, then a line every 0.2 s until a
+// file go-X appears (at most 40 s).
+const chattyAgent = `i=1; while [ $i -le 300 ]; do echo "early line $i of $AOT_ATOM_ID" >&2; i=$((i+1)); done
+i=0; while [ ! -f "go-$AOT_ATOM_ID" ] && [ $i -lt 200 ]; do echo "late line $i" >&2; sleep 0.2; i=$((i+1)); done
+touch "$AOT_ATOM_ID.done"
+echo '{"success": true, "summary": "did '"$AOT_ATOM_ID"'", "artifacts": ["'"$AOT_ATOM_ID"'.done"], "usage": {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.01}}'
+`
+
+func TestTheLoopPageFollowsATailOpenedLateOpensAnAtomFromTheGraphAndIsDarkInDarkMode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	h := start(t, "")
+	if err := os.WriteFile(filepath.Join(h.ws, "chatty.sh"), []byte(chattyAgent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("a long description that a person wants to read whole, ", 8) + "and its end"
+	var created summary
+	if code := h.do("POST", "/api/loops", map[string]any{
+		"title": "a chatty loop", "goal": "make the files", "background": "b", "deliverables": "d", "definition_of_done": "the files exist",
+		"checks":      []map[string]string{{"type": "file", "value": "T1.done"}, {"type": "file", "value": "T2.done"}},
+		"atoms":       []map[string]any{{"id": "T1", "description": long}, {"id": "T2", "description": "two", "depends_on": []string{"T1"}}},
+		"constraints": map[string]any{"max_parallel_agents": 1, "max_cost_usd": 5},
+	}, &created); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	id := created.LoopID
+	var out map[string]any
+	if code := h.do("POST", "/api/loops/"+id+"/start", map[string]any{"agent": "exec", "agent_command": "sh " + filepath.Join(h.ws, "chatty.sh")}, &out); code != 202 {
+		t.Fatalf("start: %d %v", code, out)
+	}
+	release := func(atom string) {
+		if err := os.WriteFile(filepath.Join(h.ws, "go-"+atom), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { release("T1"); release("T2") })
+	// T1 printed its 300 lines before the page opens.
+	h.waitFor("T1 printed", func() bool {
+		var o struct{ Data string }
+		h.do("GET", "/api/loops/"+id+"/output?atom=T1&role=worker&attempt=1", nil, &o)
+		return strings.Contains(o.Data, "early line 300")
+	})
+
+	b := newBrowser(t, ctx)
+	b.colorScheme("dark")
+	b.do("a desktop screen", chromedp.EmulateViewport(1400, 1000))
+	b.do("signing in", chromedp.Navigate(h.srv.URL()))
+	b.until("the list", `document.querySelector('tr.loop') !== null`)
+	b.do("the loop's page", chromedp.Evaluate[chromedp.Void](`location.hash = '#/loops/`+id+`'`))
+	tail := `document.querySelector('.tail[data-tail^="T1"] .tail-out')`
+	atEnd := `(p => p && p.scrollHeight > p.clientHeight + 50 && p.scrollTop + p.clientHeight >= p.scrollHeight - 4)(` + tail + `)`
+	b.until("the tail shows what T1 printed, scrolled to its end", tail+`?.textContent.includes('early line 300') && `+atEnd)
+	// The page redraws its agents (a pause and a resume): the tail stays
+	// at the end and goes on following.
+	for _, action := range []string{"pause", "resume"} {
+		if code := h.do("POST", "/api/loops/"+id+"/"+action, map[string]any{}, &out); code != 200 {
+			t.Fatalf("%s: %d %v", action, code, out)
+		}
+		b.until("the page shows the "+action, `document.querySelector('.loop-head [data-role=status]')?.textContent === '`+map[string]string{"pause": "paused", "resume": "running"}[action]+`'`)
+	}
+	b.until("the tail follows new lines", tail+`.textContent.includes('late line 15') && `+atEnd)
+
+	// Dark mode throughout: the page and the graph.
+	b.until("the graph is drawn", `document.querySelector('[data-panel=graph] g.node[data-atom="T1"]') !== null`)
+	white := "rgb(255, 255, 255)"
+	for what, expr := range map[string]string{
+		"the page":             `getComputedStyle(document.body).backgroundColor`,
+		"the graph's box":      `getComputedStyle(document.querySelector('.graph')).backgroundColor`,
+		"the graph's backdrop": `getComputedStyle(document.querySelector('.graph svg > rect')).fill`,
+		"the panels":           `getComputedStyle(document.querySelector('.panel')).backgroundColor`,
+		"a pending atom's box": `getComputedStyle(document.querySelector('g.node[data-atom="T2"] rect')).fill`,
+	} {
+		if got := b.eval(expr); got == white {
+			t.Errorf("%s is white in dark mode", what)
+		}
+	}
+	b.screenshot("dashboard-loop-dark")
+
+	// A node opens its atom: the whole description and its attempts.
+	b.do("clicking T1 in the graph", chromedp.Click(chromedp.CSS(`[data-panel=graph] g.node[data-atom="T1"]`)))
+	b.until("the atom panel shows T1", `!document.querySelector('[data-panel=atom]').hidden && document.querySelector('[data-role=atom-id]')?.textContent === 'T1'`)
+	if got := b.eval(`document.querySelector('[data-panel=atom] [data-role=description]').textContent`); got != long {
+		t.Errorf("the description is cut: %q", got)
+	}
+	b.until("T1's running attempt is listed with its timeline", `[...document.querySelectorAll('[data-panel=atom] table.attempts td')].some(td => td.textContent.startsWith('running')) && document.querySelector('[data-panel=atom] [data-role=timeline] .bar.out-running') !== null`)
+	// Bounds and what is left.
+	b.until("the cost bound", `document.querySelector('[data-bound=max_cost_usd] [data-role=left]')?.textContent === '$5.00 left'`)
+
+	// T1 finishes: the costs table follows the journal as the graph does.
+	costStatus := func(atom string) string {
+		return fmt.Sprintf(`[...document.querySelectorAll('[data-panel=costs] tr')].find(tr => tr.querySelector('td')?.textContent === %q)?.querySelector('[data-role=atom-status]')?.textContent`, atom)
+	}
+	b.until("the costs show T1 running", costStatus("T1")+` === 'in_progress'`)
+	released := time.Now()
+	release("T1")
+	b.until("the costs show T1 resolved", costStatus("T1")+` === 'resolved'`)
+	if d := time.Since(released); d > 8*time.Second {
+		t.Errorf("the costs table showed T1 resolved %v after it finished", d)
+	}
+	b.until("the attempt is shown ok", `document.querySelector('[data-panel=atom] [data-role=timeline] .bar.out-ok') !== null`)
+	b.colorScheme("light")
+	b.screenshot("dashboard-loop")
 	if errs := b.pageErrors(); errs != "" {
 		t.Error(errs)
 	}

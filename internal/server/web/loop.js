@@ -5,7 +5,7 @@
 import { get, loopPath, stream } from './api.js';
 import { cut, iterationText, progressBar } from './list.js';
 import { Controls } from './controls.js';
-import { count, duration, el, elapsed, fill, latest, money, statusBadge, table, throttle, when } from './dom.js';
+import { count, duration, el, elapsed, fill, latest, money, oneLine, statusBadge, table, throttle, when } from './dom.js';
 import { Tails } from './tail.js';
 
 // Journal event types that change what the graph, the costs, the
@@ -30,6 +30,7 @@ export class LoopPage {
     this.refreshChecklist = throttle(() => this.loadChecklist(), 1000);
     this.refreshAttempts = throttle(() => this.loadAttempts(), 1000);
     this.renderEvents = throttle(() => this.drawEvents(), 250);
+    this.refreshAtom = throttle(() => this.loadAtom(), 1000);
   }
 
   open() {
@@ -49,7 +50,8 @@ export class LoopPage {
         this.controls.node,
         el('div', { class: 'cols' },
           el('div', { class: 'col' },
-            panel('graph', 'Work graph', ' ', fitButton),
+            panel('graph', 'Work graph', ' ', fitButton, ' ', el('span', { class: 'hint' }, 'click an atom for its attempts')),
+            panel('atom', 'Atom'),
             panel('agents', 'Agents'),
             panel('checklist', 'Base case'),
             panel('trail', 'Trail and corrections')),
@@ -57,6 +59,13 @@ export class LoopPage {
             panel('costs', 'Cost per atom'),
             panel('journal', 'Journal', ' ', el('span', { class: 'hint' }, 'newest first, live'))))));
     this.graph.classList.add('graph', 'fit');
+    this.atomPanel = this.atom.parentNode;
+    this.atomPanel.hidden = true;
+    // The agents panel keeps its parts: the live tails are never taken out
+    // of the page, so a tail that follows its output stays at its end.
+    this.agentList = el('div');
+    this.recent = el('div');
+    fill(this.agents, this.agentList, this.tails.node, this.recent);
     this.stream = stream(loopPath(this.id, '/stream'), {
       journal: (d) => this.onEvent(d),
       state: () => this.refreshAll(),
@@ -70,7 +79,7 @@ export class LoopPage {
     this.closed = true;
     this.stream.close();
     this.tails.close();
-    for (const t of [this.refreshSummary, this.refreshGraph, this.refreshCosts, this.refreshChecklist, this.refreshAttempts, this.renderEvents]) t.cancel();
+    for (const t of [this.refreshSummary, this.refreshGraph, this.refreshCosts, this.refreshChecklist, this.refreshAttempts, this.renderEvents, this.refreshAtom]) t.cancel();
   }
 
   refreshAll() {
@@ -79,6 +88,7 @@ export class LoopPage {
     this.refreshCosts();
     this.refreshChecklist();
     this.refreshAttempts();
+    if (this.atomID) this.refreshAtom();
   }
 
   onEvent(d) {
@@ -90,6 +100,7 @@ export class LoopPage {
     if (GRAPH_EVENTS.has(type)) {
       this.refreshGraph();
       this.refreshAttempts();
+      if (this.atomID) this.refreshAtom();
     }
     if (type === 'atom_finish') this.refreshCosts();
     if (CHECK_EVENTS.has(type)) this.refreshChecklist();
@@ -133,13 +144,14 @@ export class LoopPage {
     const u = s.usage || {};
     const e = s.engine || {};
     const facts = [
-      ['iteration', s.max_iterations ? `${s.iteration} / ${s.max_iterations}` : String(s.iteration || 0)],
+      ['iteration', iterationText(s)],
       ['cost', money(u.cost_usd, u.unknown_attempts)],
       ['tokens', count(u.tokens)],
       ['agents running', String((s.running || []).length)],
       ['engine', e.running ? `aot run, pid ${e.pid || '?'}` : 'not running'],
       ['created', when(s.created_at)],
     ];
+    if (s.started_at) facts.push(['started', when(s.started_at)], ['elapsed', s.ended_at ? duration(new Date(s.ended_at) - new Date(s.started_at)) : elapsed(s.started_at)]);
     if (s.updated_at) facts.push(['last event', when(s.updated_at)]);
     if (e.paused && e.paused_since) facts.push(['paused for', elapsed(e.paused_since)]);
     if (e.paused_kill) facts.push(['paused with', 'agents killed']);
@@ -150,14 +162,16 @@ export class LoopPage {
       s.description ? el('p', { class: 'muted' }, s.description) : null,
       progressBar(s.progress || {}),
       el('dl', { class: 'facts' }, facts.map(([k, v]) => el('div', { class: 'fact' }, el('dt', null, k), el('dd', null, v)))),
-      s.stop_reason ? el('p', { class: 'reason' }, 'stop reason: ', s.stop_reason) : null,
-      s.error ? el('p', { class: 'error' }, s.error) : null);
+      boundsList(s.bounds || []),
+      s.stop_reason ? cut('reason', 'stop reason: ' + s.stop_reason) : null,
+      s.error ? cut('error', s.error) : null);
   }
 
   async loadGraph() {
     let text;
+    let doc;
     try {
-      text = await get(loopPath(this.id, '/graph?format=svg'));
+      [text, doc] = await Promise.all([get(loopPath(this.id, '/graph?format=svg')), get(loopPath(this.id, '/graph'))]);
     } catch (e) {
       if (!this.closed) fill(this.graph, el('p', { class: 'error' }, e.message));
       return;
@@ -170,11 +184,78 @@ export class LoopPage {
     }
     svg.setAttribute('role', 'img');
     svg.setAttribute('aria-label', 'the work graph');
+    // Each atom's box opens its attempts: the boxes are found by the
+    // place the layout gave them.
+    this.nodes = doc.nodes || [];
+    for (const n of this.nodes) {
+      const box = svg.querySelector(`rect[x="${n.x}"][y="${n.y}"][width="${n.w}"]`);
+      const g = box && box.parentNode;
+      if (!g || g.localName !== 'g') continue;
+      g.dataset.atom = n.id;
+      g.classList.add('node');
+      g.setAttribute('tabindex', '0');
+      g.setAttribute('role', 'button');
+      g.setAttribute('aria-label', `atom ${n.id}: its attempts`);
+      g.addEventListener('click', () => this.openAtom(n.id));
+      g.addEventListener('keydown', (e) => {
+        if (e.key === 'Enter' || e.key === ' ') {
+          e.preventDefault();
+          this.openAtom(n.id);
+        }
+      });
+    }
     fill(this.graph, svg);
-    // The atom ids, for the redirect form's suggestions.
-    const ids = [];
-    for (const t of svg.querySelectorAll('g[data-atom], g[id^="atom-"]')) ids.push(t.dataset.atom || t.id.slice(5));
-    if (ids.length) this.atomIDs = ids;
+    if (this.nodes.length) this.atomIDs = this.nodes.map((n) => n.id);
+    // The costs take the atoms' statuses from this same graph: the two
+    // agree at every moment.
+    if (this.costDoc) this.drawCosts(this.costDoc);
+  }
+
+  openAtom(id) {
+    this.atomID = id;
+    this.atomPanel.hidden = false;
+    for (const g of this.graph.querySelectorAll('g.node')) g.classList.toggle('chosen', g.dataset.atom === id);
+    fill(this.atom, el('p', { class: 'empty' }, `Loading ${id}…`));
+    this.atomPanel.scrollIntoView({ block: 'nearest' });
+    this.loadAtom();
+  }
+
+  async loadAtom() {
+    const id = this.atomID;
+    if (!id) return;
+    let a;
+    try {
+      a = await get(loopPath(this.id, `/atoms/${encodeURIComponent(id)}`));
+    } catch (e) {
+      if (!this.closed && this.atomID === id) fill(this.atom, el('p', { class: 'error' }, e.message));
+      return;
+    }
+    if (this.closed || this.atomID !== id) return;
+    this.drawAtom(a);
+  }
+
+  drawAtom(a) {
+    const runs = a.runs || [];
+    const node = (this.nodes || []).find((n) => n.id === a.id);
+    fill(this.atom,
+      el('div', { class: 'card-head' },
+        el('h3', { class: 'mono', 'data-role': 'atom-id' }, a.id),
+        el('span', { class: `dot st-atom-${atomStatus(a.status, node)}` }, atomStatus(a.status, node)),
+        el('button', { type: 'button', class: 'link', onclick: () => { this.atomID = null; this.atomPanel.hidden = true; } }, 'close')),
+      el('p', { class: 'description', 'data-role': 'description' }, a.description || ''),
+      el('dl', { class: 'facts' },
+        a.depends_on && a.depends_on.length ? fact('depends on', a.depends_on.join(', ')) : null,
+        a.or_group ? fact('OR group', a.or_group) : null,
+        fact('cost', money(a.cost_usd)), fact('tokens', count(a.tokens)), fact('attempts', String(runs.length))),
+      a.binding ? el('p', { class: 'muted' }, 'binding: ', a.binding.summary || '',
+        a.binding.artifacts && a.binding.artifacts.length ? ` (${a.binding.artifacts.join(', ')})` : '') : null,
+      runs.length ? timeline(runs) : null,
+      runs.length ? table(['#', 'role', 'outcome', 'started', 'time', ''], runs.slice().reverse().map((r) => [
+        String(r.attempt), r.role || '',
+        el('span', { class: `dot out-${r.outcome}` }, r.outcome, r.reason ? el('span', { class: 'muted' }, ': ', oneLine(r.reason, 80).text) : null),
+        r.started ? when(r.started) : '', r.duration_ms ? duration(r.duration_ms) : (r.outcome === 'running' && r.started ? elapsed(r.started) : ''),
+        el('button', { type: 'button', class: 'link', 'data-action': 'output', onclick: () => this.tails.show(r) }, 'output'),
+      ]), 'attempts') : el('p', { class: 'empty' }, 'No attempt yet.'));
   }
 
   toggleFit(button) {
@@ -184,13 +265,17 @@ export class LoopPage {
   }
 
   loadCosts() {
-    return Promise.all([get(loopPath(this.id, '/costs')), get(loopPath(this.id, '/atoms'))])
-      .then(([costs, atoms]) => { if (!this.closed) this.drawCosts(costs, atoms.atoms || []); })
+    return get(loopPath(this.id, '/costs'))
+      .then((costs) => {
+        if (this.closed) return;
+        this.costDoc = costs;
+        if (this.nodes) this.drawCosts(costs);
+      })
       .catch((e) => { if (!this.closed) fill(this.costs, el('p', { class: 'error' }, e.message)); });
   }
 
-  drawCosts(c, atoms) {
-    this.atomIDs = atoms.map((a) => a.id);
+  drawCosts(c) {
+    const atoms = (this.nodes || []).map((n) => ({ id: n.id, description: n.description, status: atomStatus(n.status, n) }));
     const spend = c.atoms || {};
     const rows = atoms.map((a) => ({ a, s: spend[a.id] || {} }));
     for (const id of Object.keys(spend)) if (!atoms.some((a) => a.id === id)) rows.push({ a: { id, status: 'removed' }, s: spend[id] });
@@ -200,8 +285,8 @@ export class LoopPage {
     fill(this.costs,
       el('p', { class: 'total' }, 'total ', el('strong', null, money(t.cost_usd, t.unknown_attempts)), ` · ${count(t.tokens)} tokens · ${t.attempts || 0} agent runs · ${duration(t.duration_ms || 0)} of agent time`),
       table(['atom', 'status', 'cost', 'tokens', 'runs', 'time'], rows.map(({ a, s }) => [
-        el('span', { class: 'mono', title: a.description || '' }, a.id),
-        el('span', { class: `dot st-atom-${a.status}` }, a.status),
+        el('button', { type: 'button', class: 'link mono', title: a.description || '', onclick: () => this.openAtom(a.id) }, a.id),
+        el('span', { class: `dot st-atom-${a.status}`, 'data-role': 'atom-status' }, a.status),
         money(s.cost_usd, s.unknown_attempts), count(s.tokens), String(s.attempts || 0), duration(s.duration_ms || 0),
       ]), 'costs'),
       roles.length ? el('p', { class: 'muted' }, 'per role: ', roles.map(([r, s]) => `${r} ${money(s.cost_usd, s.unknown_attempts)}`).join(' · ')) : null);
@@ -219,12 +304,13 @@ export class LoopPage {
     if (!s) return;
     const running = s.running || [];
     const recent = (this.attempts || []).filter((a) => a.outcome !== 'running').slice(-8).reverse();
-    fill(this.agents,
+    fill(this.agentList,
       running.length ? null : el('p', { class: 'empty' }, s.status === 'running' ? 'No agent is running right now.' : 'No agent runs: the loop is not running.'),
       el('ul', { class: 'agents' }, running.map((r) => el('li', { class: 'agent', 'data-atom': r.atom },
         el('span', { class: 'mono strong' }, r.atom), ` ${r.role} · attempt ${r.attempt} · `,
-        r.started ? elapsed(r.started) : 'starting'))),
-      this.tails.node,
+        r.started ? elapsed(r.started) : 'starting'))));
+    const open = this.recent.querySelector('details')?.open;
+    fill(this.recent,
       recent.length ? el('details', { class: 'recent' }, el('summary', null, `recent runs (${recent.length})`),
         table(['atom', 'role', '#', 'outcome', 'time', ''], recent.map((a) => [
           el('span', { class: 'mono' }, a.atom), a.role, String(a.attempt),
@@ -232,6 +318,7 @@ export class LoopPage {
           a.duration_ms ? duration(a.duration_ms) : '',
           el('button', { type: 'button', class: 'link', onclick: () => this.tails.show(a) }, 'output'),
         ]))) : null);
+    if (open && this.recent.querySelector('details')) this.recent.querySelector('details').open = true;
   }
 
   async loadChecklist() {
@@ -345,4 +432,64 @@ function eventRow(d) {
     e.reason ? el('span', null, ' · ', e.reason) : null,
     extra ? el('span', { class: 'muted' }, ' · ', String(extra)) : null,
     cost ? el('span', { class: 'muted' }, ' · ', cost) : null);
+}
+
+function fact(name, value) {
+  return el('div', { class: 'fact' }, el('dt', null, name), el('dd', null, value));
+}
+
+// atomStatus: the file's status, and for an OR choice the loop does not
+// take, why it stays pending.
+function atomStatus(status, node) {
+  if (status === 'resolved' || status === 'in_progress' || !node) return status;
+  if (node.failed) return 'failed choice';
+  if (node.or_group && !node.selected) return 'not taken';
+  return status;
+}
+
+const BOUND_NAMES = {
+  max_iterations: 'iterations', max_cost_usd: 'cost', max_tokens: 'tokens', max_wall_time: 'wall time (this run)',
+  max_stall_count: 'stalls', max_attempts_per_atom: 'attempts per atom', max_parallel_agents: 'agents at once',
+};
+
+function boundValue(name, v) {
+  if (name === 'max_cost_usd') return money(v);
+  if (name === 'max_wall_time') return duration(v);
+  if (name === 'max_tokens') return count(v);
+  return String(v);
+}
+
+// boundsList: each limit set on the loop, how much of it is used and what
+// is left.
+function boundsList(bounds) {
+  if (!bounds.length) return null;
+  return el('div', { class: 'bounds', 'data-role': 'bounds' }, bounds.map((b) => {
+    const pct = b.limit ? Math.min(100, Math.round((b.used * 100) / b.limit)) : 0;
+    return el('div', { class: `bound${pct >= 90 ? ' near' : ''}`, 'data-bound': b.name },
+      el('div', { class: 'bound-head' }, el('span', null, BOUND_NAMES[b.name] || b.name),
+        el('span', { class: 'muted' }, `${boundValue(b.name, b.used)} of ${boundValue(b.name, b.limit)} · `,
+          el('strong', { 'data-role': 'left' }, `${boundValue(b.name, b.left)} left`))),
+      el('progress', { max: 100, value: pct, 'aria-label': `${b.name} used` }));
+  }));
+}
+
+// timeline draws an atom's attempts on one time axis: a bar per attempt,
+// coloured by its outcome, its length its duration.
+function timeline(runs) {
+  const t0 = Math.min(...runs.map((r) => new Date(r.started || 0).getTime()).filter((t) => t > 0));
+  const ends = runs.map((r) => {
+    const s = new Date(r.started || 0).getTime();
+    return r.duration_ms ? s + r.duration_ms : Date.now();
+  });
+  const t1 = Math.max(...ends);
+  if (!Number.isFinite(t0) || !(t1 > t0)) return null;
+  const span = t1 - t0;
+  return el('div', { class: 'timeline', 'data-role': 'timeline' }, runs.map((r, i) => {
+    const s = new Date(r.started || 0).getTime();
+    const bar = el('span', { class: `bar out-${r.outcome}`, title: `attempt ${r.attempt} (${r.role || 'worker'}): ${r.outcome}, ${duration(ends[i] - s)}` });
+    bar.style.left = `${((s - t0) * 100) / span}%`;
+    bar.style.width = `${Math.max(0.5, ((ends[i] - s) * 100) / span)}%`;
+    return el('div', { class: 'lane' }, el('span', { class: 'lane-label mono' }, `#${r.attempt}`), el('span', { class: 'track' }, bar),
+      el('span', { class: 'lane-time muted' }, duration(ends[i] - s)));
+  }));
 }

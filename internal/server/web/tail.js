@@ -45,7 +45,12 @@ export class Tails {
     const node = el('details', { class: 'tail', open: true, 'data-tail': key(a) },
       el('summary', null, el('span', { class: 'mono strong' }, a.atom), ` ${a.role || 'worker'} attempt ${a.attempt} · output `, state),
       pre);
-    const t = { a, live, node, pre, state, offset: 0, done: false, busy: false, ended: 0 };
+    // follow: the tail keeps to the end of the output, from its first read
+    // on, until the person scrolls up; scrolling back down follows again.
+    const t = { a, live, node, pre, state, offset: 0, done: false, busy: false, ended: 0, follow: true };
+    pre.addEventListener('scroll', () => {
+      t.follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    });
     this.tails.set(key(a), t);
     this.node.prepend(node);
     this.read(t);
@@ -71,10 +76,9 @@ export class Tails {
       const q = new URLSearchParams({ atom: t.a.atom, role: t.a.role || 'worker', attempt: String(t.a.attempt), offset: String(t.offset) });
       const o = await get(loopPath(this.id, `/output?${q}`));
       if (o.data) {
-        const stick = t.pre.scrollTop + t.pre.clientHeight >= t.pre.scrollHeight - 4;
         t.pre.append(o.data);
         if (t.pre.textContent.length > KEEP_CHARS * 2) t.pre.textContent = '…' + t.pre.textContent.slice(-KEEP_CHARS);
-        if (stick) t.pre.scrollTop = t.pre.scrollHeight;
+        if (t.follow) t.pre.scrollTop = t.pre.scrollHeight;
       }
       t.offset = o.next;
       if (o.outcome !== 'running' && o.next >= o.size) {
