@@ -135,6 +135,7 @@ func (b *browser) screenshot(name string) {
 	if dir == "" {
 		return
 	}
+	b.eval(`window.scrollTo(0, 0)`)
 	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -461,6 +462,12 @@ func TestTheLoopPageFollowsATailOpenedLateOpensAnAtomFromTheGraphAndIsDarkInDark
 		b.until("the page shows the "+action, `document.querySelector('.loop-head [data-role=status]')?.textContent === '`+map[string]string{"pause": "paused", "resume": "running"}[action]+`'`)
 	}
 	b.until("the tail follows new lines", tail+`.textContent.includes('late line 15') && `+atEnd)
+	// The output is searchable: the lines that hold the text, numbered.
+	b.eval(`(() => { const i = document.querySelector('.tail[data-tail^="T1"] .tail-find'); i.value = 'EARLY LINE 29'; i.dispatchEvent(new Event('input')); })()`)
+	b.until("the search shows the 11 lines", `document.querySelector('.tail[data-tail^="T1"] [data-role=found]').textContent === '11 lines'`)
+	if got := b.eval(`document.querySelector('.tail[data-tail^="T1"] [data-role=hits]').textContent.split('\n')[0]`); got != "   29  early line 29 of T1" {
+		t.Errorf("the first line found: %q", got)
+	}
 
 	// Dark mode throughout: the page and the graph.
 	b.until("the graph is drawn", `document.querySelector('[data-panel=graph] g.node[data-atom="T1"]') !== null`)

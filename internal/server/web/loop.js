@@ -193,6 +193,7 @@ export class LoopPage {
       if (!g || g.localName !== 'g') continue;
       g.dataset.atom = n.id;
       g.classList.add('node');
+      g.classList.toggle('chosen', n.id === this.atomID);
       g.setAttribute('tabindex', '0');
       g.setAttribute('role', 'button');
       g.setAttribute('aria-label', `atom ${n.id}: its attempts`);
