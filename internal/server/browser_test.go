@@ -507,6 +507,10 @@ func TestTheLoopPageFollowsATailOpenedLateOpensAnAtomFromTheGraphAndIsDarkInDark
 		t.Errorf("the costs table showed T1 resolved %v after it finished", d)
 	}
 	b.until("the attempt is shown ok", `document.querySelector('[data-panel=atom] [data-role=timeline] .bar.out-ok') !== null`)
+	// The loop's timeline: a lane per atom, T1's attempt ok, T2's running.
+	b.until("the timeline has T1 ok and T2 running", `document.querySelector('[data-panel=timeline] .lane[data-lane="T1"] .bar.out-ok') !== null && document.querySelector('[data-panel=timeline] .lane[data-lane="T2"] .bar.out-running') !== null`)
+	b.do("clicking T2's lane", chromedp.Click(chromedp.CSS(`[data-panel=timeline] .lane[data-lane="T2"]`)))
+	b.until("the atom panel shows T2", `document.querySelector('[data-role=atom-id]')?.textContent === 'T2'`)
 	b.colorScheme("light")
 	b.screenshot("dashboard-loop")
 	if errs := b.pageErrors(); errs != "" {

@@ -52,6 +52,7 @@ export class LoopPage {
           el('div', { class: 'col' },
             panel('graph', 'Work graph', ' ', fitButton, ' ', el('span', { class: 'hint' }, 'click an atom for its attempts')),
             panel('atom', 'Atom'),
+            panel('timeline', 'Timeline', ' ', el('span', { class: 'hint' }, 'attempts per atom, coloured by outcome')),
             panel('agents', 'Agents'),
             panel('checklist', 'Base case'),
             panel('trail', 'Trail and corrections')),
@@ -73,10 +74,15 @@ export class LoopPage {
     });
     this.drawEvents();
     this.refreshAll();
+    // Running attempts' bars grow with the time.
+    this.ticker = setInterval(() => {
+      if ((this.attempts || []).some((a) => a.outcome === 'running')) this.drawTimeline();
+    }, 2000);
   }
 
   close() {
     this.closed = true;
+    clearInterval(this.ticker);
     this.stream.close();
     this.tails.close();
     for (const t of [this.refreshSummary, this.refreshGraph, this.refreshCosts, this.refreshChecklist, this.refreshAttempts, this.renderEvents, this.refreshAtom]) t.cancel();
@@ -250,7 +256,7 @@ export class LoopPage {
         fact('cost', money(a.cost_usd)), fact('tokens', count(a.tokens)), fact('attempts', String(runs.length))),
       a.binding ? el('p', { class: 'muted' }, 'binding: ', a.binding.summary || '',
         a.binding.artifacts && a.binding.artifacts.length ? ` (${a.binding.artifacts.join(', ')})` : '') : null,
-      runs.length ? timeline(runs) : null,
+      runs.length ? gantt(runs.map((r) => ({ key: a.id, label: `#${r.attempt}`, runs: [r] }))) : null,
       runs.length ? table(['#', 'role', 'outcome', 'started', 'time', ''], runs.slice().reverse().map((r) => [
         String(r.attempt), r.role || '',
         el('span', { class: `dot out-${r.outcome}` }, r.outcome, r.reason ? el('span', { class: 'muted' }, ': ', oneLine(r.reason, 80).text) : null),
@@ -297,6 +303,7 @@ export class LoopPage {
     await this.load('/attempts', (doc) => {
       this.attempts = doc.attempts || [];
       this.drawAgents();
+      this.drawTimeline();
     }, this.agents);
   }
 
@@ -320,6 +327,20 @@ export class LoopPage {
           el('button', { type: 'button', class: 'link', onclick: () => this.tails.show(a) }, 'output'),
         ]))) : null);
     if (open && this.recent.querySelector('details')) this.recent.querySelector('details').open = true;
+  }
+
+  drawTimeline() {
+    const by = new Map();
+    for (const a of this.attempts || []) {
+      if (!by.has(a.atom)) by.set(a.atom, []);
+      by.get(a.atom).push(a);
+    }
+    const lanes = [...by].map(([atom, runs]) => ({ key: atom, label: atom, runs }));
+    fill(this.timeline, gantt(lanes) || el('p', { class: 'empty' }, 'No attempt yet.'));
+    for (const n of this.timeline.querySelectorAll('.lane[data-lane]')) {
+      n.classList.add('clickable');
+      n.addEventListener('click', () => this.openAtom(n.dataset.lane));
+    }
   }
 
   async loadChecklist() {
@@ -474,23 +495,31 @@ function boundsList(bounds) {
   }));
 }
 
-// timeline draws an atom's attempts on one time axis: a bar per attempt,
-// coloured by its outcome, its length its duration.
-function timeline(runs) {
-  const t0 = Math.min(...runs.map((r) => new Date(r.started || 0).getTime()).filter((t) => t > 0));
-  const ends = runs.map((r) => {
+// gantt draws attempts on one time axis: a lane per entry of lanes
+// ({key, label, runs}), a bar per attempt coloured by its outcome, its
+// length its duration (a running one reaches now).
+function gantt(lanes) {
+  const span = (r) => {
     const s = new Date(r.started || 0).getTime();
-    return r.duration_ms ? s + r.duration_ms : Date.now();
-  });
-  const t1 = Math.max(...ends);
-  if (!Number.isFinite(t0) || !(t1 > t0)) return null;
-  const span = t1 - t0;
-  return el('div', { class: 'timeline', 'data-role': 'timeline' }, runs.map((r, i) => {
-    const s = new Date(r.started || 0).getTime();
-    const bar = el('span', { class: `bar out-${r.outcome}`, title: `attempt ${r.attempt} (${r.role || 'worker'}): ${r.outcome}, ${duration(ends[i] - s)}` });
-    bar.style.left = `${((s - t0) * 100) / span}%`;
-    bar.style.width = `${Math.max(0.5, ((ends[i] - s) * 100) / span)}%`;
-    return el('div', { class: 'lane' }, el('span', { class: 'lane-label mono' }, `#${r.attempt}`), el('span', { class: 'track' }, bar),
-      el('span', { class: 'lane-time muted' }, duration(ends[i] - s)));
-  }));
+    return [s, r.duration_ms ? s + r.duration_ms : r.outcome === 'running' ? Date.now() : s];
+  };
+  const all = lanes.flatMap((l) => l.runs).filter((r) => r.started);
+  if (!all.length) return null;
+  const t0 = Math.min(...all.map((r) => span(r)[0]));
+  const t1 = Math.max(...all.map((r) => span(r)[1]));
+  const width = Math.max(1, t1 - t0);
+  return el('div', { class: 'timeline', 'data-role': 'timeline' }, lanes.map((l) => {
+    let total = 0;
+    const bars = l.runs.filter((r) => r.started).map((r) => {
+      const [s, e] = span(r);
+      total += e - s;
+      const bar = el('span', { class: `bar out-${r.outcome}`, title: `${l.key} attempt ${r.attempt} (${r.role || 'worker'}): ${r.outcome}, ${duration(e - s)}${r.reason ? ' · ' + oneLine(r.reason, 100).text : ''}` });
+      bar.style.left = `${((s - t0) * 100) / width}%`;
+      bar.style.width = `${Math.max(0.5, ((e - s) * 100) / width)}%`;
+      return bar;
+    });
+    return el('div', { class: 'lane', 'data-lane': l.key },
+      el('span', { class: 'lane-label mono', title: l.key }, l.label), el('span', { class: 'track' }, bars),
+      el('span', { class: 'lane-time muted' }, duration(total)));
+  }), el('div', { class: 'lane axis muted' }, el('span'), el('span', { class: 'axis-span' }, when(new Date(t0).toISOString()), el('span', null, duration(t1 - t0))), el('span')));
 }
