@@ -169,6 +169,8 @@ export class ListPage {
   // row is the loop's row, rebuilt only when something in it changed.
   row(s) {
     const id = s.loop_id;
+    // A loop that stopped by itself while its Stop waited asks no more.
+    if (s.status !== 'running' && s.status !== 'paused') this.confirming.delete(id);
     const sig = JSON.stringify([s, this.busy.has(id), this.errors.get(id), this.confirming.has(id)]);
     const old = this.rows.get(id);
     if (old && old.sig === sig) return old.node;
