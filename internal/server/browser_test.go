@@ -507,6 +507,8 @@ func TestTheLoopPageFollowsATailOpenedLateOpensAnAtomFromTheGraphAndIsDarkInDark
 		t.Errorf("the costs table showed T1 resolved %v after it finished", d)
 	}
 	b.until("the attempt is shown ok", `document.querySelector('[data-panel=atom] [data-role=timeline] .bar.out-ok') !== null`)
+	// The chart: the spend rises with T1's cost.
+	b.until("the spend chart", `document.querySelector('[data-panel=chart] polyline.spend')?.getAttribute('points').split(' ').length >= 2 && document.querySelector('[data-panel=chart] .key.spend').textContent === 'spend $0.01'`)
 	// The loop's timeline: a lane per atom, T1's attempt ok, T2's running.
 	b.until("the timeline has T1 ok and T2 running", `document.querySelector('[data-panel=timeline] .lane[data-lane="T1"] .bar.out-ok') !== null && document.querySelector('[data-panel=timeline] .lane[data-lane="T2"] .bar.out-running') !== null`)
 	b.do("clicking T2's lane", chromedp.Click(chromedp.CSS(`[data-panel=timeline] .lane[data-lane="T2"]`)))

@@ -31,6 +31,7 @@ export class LoopPage {
     this.refreshAttempts = throttle(() => this.loadAttempts(), 1000);
     this.renderEvents = throttle(() => this.drawEvents(), 250);
     this.refreshAtom = throttle(() => this.loadAtom(), 1000);
+    this.refreshChart = throttle(() => this.loadChart(), 2000);
   }
 
   open() {
@@ -53,6 +54,7 @@ export class LoopPage {
             panel('graph', 'Work graph', ' ', fitButton, ' ', el('span', { class: 'hint' }, 'click an atom for its attempts')),
             panel('atom', 'Atom'),
             panel('timeline', 'Timeline', ' ', el('span', { class: 'hint' }, 'attempts per atom, coloured by outcome')),
+            panel('chart', 'Progress and spend', ' ', el('span', { class: 'hint' }, 'over time, from the journal')),
             panel('agents', 'Agents'),
             panel('checklist', 'Base case'),
             panel('trail', 'Trail and corrections')),
@@ -85,7 +87,7 @@ export class LoopPage {
     clearInterval(this.ticker);
     this.stream.close();
     this.tails.close();
-    for (const t of [this.refreshSummary, this.refreshGraph, this.refreshCosts, this.refreshChecklist, this.refreshAttempts, this.renderEvents, this.refreshAtom]) t.cancel();
+    for (const t of [this.refreshSummary, this.refreshGraph, this.refreshCosts, this.refreshChecklist, this.refreshAttempts, this.renderEvents, this.refreshAtom, this.refreshChart]) t.cancel();
   }
 
   refreshAll() {
@@ -94,6 +96,7 @@ export class LoopPage {
     this.refreshCosts();
     this.refreshChecklist();
     this.refreshAttempts();
+    this.refreshChart();
     if (this.atomID) this.refreshAtom();
   }
 
@@ -109,6 +112,7 @@ export class LoopPage {
       if (this.atomID) this.refreshAtom();
     }
     if (type === 'atom_finish') this.refreshCosts();
+    if (type === 'atom_finish' || type === 'iteration' || type === 'run_start') this.refreshChart();
     if (CHECK_EVENTS.has(type)) this.refreshChecklist();
   }
 
@@ -343,6 +347,24 @@ export class LoopPage {
     }
   }
 
+  // loadChart reads the whole journal (in pages) for the chart.
+  async loadChart() {
+    const evs = [];
+    let after = 0;
+    try {
+      for (let page = 0; page < 50; page++) {
+        const doc = await get(loopPath(this.id, `/events?after=${after}&limit=1000`));
+        for (const d of doc.events || []) evs.push(d.event || {});
+        if (!doc.events || !doc.events.length || doc.next <= after) break;
+        after = doc.next;
+      }
+    } catch (e) {
+      if (!this.closed) fill(this.chart, el('p', { class: 'error' }, e.message));
+      return;
+    }
+    if (!this.closed) fill(this.chart, chart(evs));
+  }
+
   async loadChecklist() {
     await this.load('/checklist', (doc) => this.drawChecklist(doc), this.checklist);
   }
@@ -522,4 +544,61 @@ function gantt(lanes) {
       el('span', { class: 'lane-label mono', title: l.key }, l.label), el('span', { class: 'track' }, bars),
       el('span', { class: 'lane-time muted' }, duration(total)));
   }), el('div', { class: 'lane axis muted' }, el('span'), el('span', { class: 'axis-span' }, when(new Date(t0).toISOString()), el('span', null, duration(t1 - t0))), el('span')));
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+function svgEl(tag, attrs) {
+  const n = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, String(v));
+  return n;
+}
+
+// chart draws the spend (the sum of the attempts' cost, or of their tokens
+// when no cost is reported) and the atoms left to do (at each sweep's end)
+// over the loop's time.
+function chart(evs) {
+  const spend = [];
+  const left = [];
+  let cost = 0;
+  let tokens = 0;
+  for (const e of evs) {
+    const t = new Date(e.time).getTime();
+    if (!Number.isFinite(t)) continue;
+    if (!spend.length && (e.type === 'run_start' || e.type === 'run_resume')) spend.push([t, 0, 0]);
+    if (e.type === 'atom_finish' && (e.cost_usd || e.tokens)) {
+      cost += e.cost_usd || 0;
+      tokens += e.tokens || 0;
+      spend.push([t, cost, tokens]);
+    }
+    if (e.type === 'iteration' && e.data && typeof e.data.unresolved === 'number') left.push([t, e.data.unresolved]);
+  }
+  if (spend.length < 2 && !left.length) return el('p', { class: 'empty' }, 'Nothing spent or swept yet.');
+  const byCost = cost > 0;
+  // Spend grows in steps, at each attempt's end.
+  const pts = [];
+  for (const [t, c, k] of spend) {
+    if (pts.length) pts.push([t, pts[pts.length - 1][1]]);
+    pts.push([t, byCost ? c : k]);
+  }
+  const all = pts.concat(left);
+  const t0 = Math.min(...all.map((p) => p[0]));
+  const t1 = Math.max(...all.map((p) => p[0]), t0 + 1);
+  const W = 600;
+  const H = 140;
+  const x = (t) => ((t - t0) * W) / (t1 - t0);
+  const line = (series, cls) => {
+    const top = Math.max(...series.map((p) => p[1]), 1e-9);
+    return svgEl('polyline', { class: cls, fill: 'none', points: series.map(([t, v]) => `${x(t).toFixed(1)},${(H - 4 - (v * (H - 8)) / top).toFixed(1)}`).join(' ') });
+  };
+  const svg = svgEl('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', class: 'chart', role: 'img', 'aria-label': 'spend and atoms left over time' });
+  svg.append(svgEl('line', { class: 'chart-base', x1: 0, y1: H - 4, x2: W, y2: H - 4 }));
+  if (pts.length > 1) svg.append(line(pts, 'spend'));
+  if (left.length) svg.append(line(left.length === 1 ? [[t0, left[0][1]], left[0]] : left, 'left'));
+  const now = left.length ? left[left.length - 1][1] : null;
+  return el('div', null, svg,
+    el('p', { class: 'legend muted' },
+      el('span', { class: 'key spend' }, byCost ? `spend ${money(cost)}` : `tokens ${count(tokens)}`), ' ',
+      now !== null ? el('span', { class: 'key left' }, `atoms left ${now} (from ${Math.max(...left.map((p) => p[1]))})`) : null,
+      ` · ${duration(t1 - t0)}`));
 }
