@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,6 +131,13 @@ type progressDoc struct {
 	InProgress int `json:"in_progress"`
 	Pending    int `json:"pending"`
 	Executable int `json:"executable"`
+	// SetAside: OR choices the loop will not run (they failed, or another
+	// choice of their group is selected); they are among Pending.
+	SetAside int `json:"set_aside"`
+	// Settled is Resolved plus SetAside, Percent its share of Total: 100
+	// when the loop completed.
+	Settled int `json:"settled"`
+	Percent int `json:"percent"`
 }
 
 type runningDoc struct {
@@ -140,28 +148,50 @@ type runningDoc struct {
 }
 
 type summaryDoc struct {
-	LoopID        string        `json:"loop_id"`
-	Title         string        `json:"title"`
-	Description   string        `json:"description"`
-	Workspace     string        `json:"workspace"`
-	StateFile     string        `json:"state_file"`
-	Status        string        `json:"status"`
-	Goal          string        `json:"goal"`
-	Engine        engineInfo    `json:"engine"`
-	Progress      progressDoc   `json:"progress"`
-	Iteration     int           `json:"iteration"`
-	MaxIterations int           `json:"max_iterations"`
-	StopReason    string        `json:"stop_reason,omitempty"`
-	Usage         history.Spend `json:"usage"`
-	Running       []runningDoc  `json:"running"`
-	CreatedAt     time.Time     `json:"created_at"`
-	UpdatedAt     *time.Time    `json:"updated_at,omitempty"`
-	Error         string        `json:"error,omitempty"` // the state file cannot be read
-	CCW           any           `json:"ccw,omitempty"`
-	Trail         []trailDoc    `json:"trail,omitempty"`
-	Corrections   []correctDoc  `json:"corrections,omitempty"`
+	LoopID        string      `json:"loop_id"`
+	Title         string      `json:"title"`
+	Description   string      `json:"description"`
+	Workspace     string      `json:"workspace"`
+	StateFile     string      `json:"state_file"`
+	Status        string      `json:"status"`
+	Goal          string      `json:"goal"`
+	Engine        engineInfo  `json:"engine"`
+	Progress      progressDoc `json:"progress"`
+	Iteration     int         `json:"iteration"`
+	MaxIterations int         `json:"max_iterations"`
+	// CurrentIteration is the sweep under way while the loop runs or is
+	// paused (sweeps done + 1, at most max_iterations), else the sweeps done.
+	CurrentIteration int           `json:"current_iteration"`
+	StartedAt        *time.Time    `json:"started_at,omitempty"` // the first run's start, from the journal
+	EndedAt          *time.Time    `json:"ended_at,omitempty"`   // the last event of a loop that is not running
+	StopReason       string        `json:"stop_reason,omitempty"`
+	Usage            history.Spend `json:"usage"`
+	Running          []runningDoc  `json:"running"`
+	CreatedAt        time.Time     `json:"created_at"`
+	UpdatedAt        *time.Time    `json:"updated_at,omitempty"`
+	Error            string        `json:"error,omitempty"` // the state file cannot be read
+	CCW              any           `json:"ccw,omitempty"`
+	Trail            []trailDoc    `json:"trail,omitempty"`
+	Corrections      []correctDoc  `json:"corrections,omitempty"`
 
-	st *state.State // the control fields the status is computed from
+	// Bounds are the loop's limits that are set, with what is used of each
+	// and what is left.
+	Bounds []boundDoc `json:"bounds"`
+
+	st       *state.State // the control fields the status is computed from
+	limits   state.Constraints
+	runStart *time.Time    // the latest run's start: max_wall_time counts from it
+	runPause time.Duration // paused since then, not charged to max_wall_time
+	attempts int           // the most failed attempts of one atom
+}
+
+// boundDoc is one limit of the loop: max_cost_usd in dollars,
+// max_wall_time in milliseconds of the latest run, the others in counts.
+type boundDoc struct {
+	Name  string  `json:"name"`
+	Limit float64 `json:"limit"`
+	Used  float64 `json:"used"`
+	Left  float64 `json:"left"`
 }
 
 type trailDoc struct {
@@ -212,6 +242,15 @@ func (s *Server) summary(l *loop) summaryDoc {
 	if d.st != nil {
 		d.Status = loopStatus(d.st, eng)
 	}
+	d.Bounds = bounds(&d, time.Now())
+	d.CurrentIteration = d.Iteration
+	if d.Status == "running" || d.Status == "paused" {
+		if d.CurrentIteration++; d.MaxIterations > 0 && d.CurrentIteration > d.MaxIterations {
+			d.CurrentIteration = d.MaxIterations
+		}
+	} else if d.StartedAt != nil {
+		d.EndedAt = d.UpdatedAt
+	}
 	return d
 }
 
@@ -228,6 +267,20 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 	if len(evs) > 0 {
 		t := evs[len(evs)-1].Time
 		d.UpdatedAt = &t
+	}
+	for i := range evs {
+		switch evs[i].Type {
+		case journal.RunStart, journal.RunResume:
+			t := evs[i].Time
+			if d.StartedAt == nil {
+				d.StartedAt = &t
+			}
+			d.runStart, d.runPause = &t, 0
+		case journal.Resume:
+			if ms, ok := evs[i].Data["paused_ms"].(float64); ok {
+				d.runPause += time.Duration(ms) * time.Millisecond
+			}
+		}
 	}
 	if running {
 		book := history.NewBook(l.stateFile)
@@ -248,24 +301,93 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 	}
 	d.st = &state.State{Control: st.Control}
 	d.Goal = st.Objective.Goal
+	if l.titleFromGoal {
+		d.Title = dag.OneLine(st.Objective.Goal, 80)
+	}
+	// The state file counts the sweeps at their end; the journal's
+	// iteration events may be ahead of it between two checkpoints.
 	d.Iteration = st.Control.Iteration
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == journal.Iteration {
+			d.Iteration = max(d.Iteration, evs[i].Iteration)
+			break
+		}
+	}
 	d.MaxIterations = st.Objective.Constraints.MaxIterations
 	if st.Control.StopReason != nil {
 		d.StopReason = *st.Control.StopReason
 	}
+	d.Progress = progressOf(st)
+	d.limits = st.Objective.Constraints
 	for i := range st.Atoms {
-		switch st.Atoms[i].Status {
-		case state.StatusResolved:
-			d.Progress.Resolved++
-		case state.StatusInProgress:
-			d.Progress.InProgress++
-		default:
-			d.Progress.Pending++
+		d.attempts = max(d.attempts, st.Atoms[i].Attempts)
+	}
+	return d
+}
+
+// bounds lists the limits set on the loop with their use so far.
+func bounds(d *summaryDoc, now time.Time) []boundDoc {
+	out := []boundDoc{}
+	add := func(name string, limit, used float64) {
+		if limit > 0 {
+			out = append(out, boundDoc{Name: name, Limit: limit, Used: used, Left: max(0, limit-used)})
 		}
 	}
-	d.Progress.Total = len(st.Atoms)
-	d.Progress.Executable = len(dag.Executable(st, 0))
-	return d
+	k := d.limits
+	stall := 0
+	if d.st != nil {
+		stall = d.st.Control.StallCount
+	}
+	add("max_iterations", float64(k.MaxIterations), float64(d.Iteration))
+	add("max_cost_usd", k.MaxCostUSD, d.Usage.CostUSD)
+	add("max_tokens", float64(k.MaxTokens), float64(d.Usage.Tokens))
+	if wall, err := state.ParseDuration(k.MaxWallTime); err == nil && wall > 0 {
+		var used time.Duration
+		if d.runStart != nil {
+			end := now
+			if !d.Engine.Running && d.UpdatedAt != nil {
+				end = *d.UpdatedAt
+			}
+			used = max(0, end.Sub(*d.runStart)-d.runPause)
+		}
+		add("max_wall_time", float64(wall.Milliseconds()), float64(used.Milliseconds()))
+	}
+	add("max_stall_count", float64(k.MaxStallCount), float64(stall))
+	add("max_attempts_per_atom", float64(k.MaxAttemptsPerAtom), float64(d.attempts))
+	add("max_parallel_agents", float64(k.MaxParallelAgents), float64(len(d.Running)))
+	return out
+}
+
+// progressOf counts the atoms by status. An OR choice that failed, or
+// whose group selected another choice, is set aside: the loop is done
+// without it, so it counts as settled and a completed loop reads 100%.
+func progressOf(st *state.State) progressDoc {
+	var p progressDoc
+	groups := map[string]*state.ORGroup{}
+	for i := range st.ORGroups {
+		groups[st.ORGroups[i].Name] = &st.ORGroups[i]
+	}
+	for i := range st.Atoms {
+		a := &st.Atoms[i]
+		switch a.Status {
+		case state.StatusResolved:
+			p.Resolved++
+		case state.StatusInProgress:
+			p.InProgress++
+		default:
+			p.Pending++
+			if g := groups[a.ORGroup]; g != nil && (slices.Contains(g.Failed, a.ID) || (g.Selected != "" && g.Selected != a.ID)) {
+				p.SetAside++
+			}
+		}
+	}
+	p.Total = len(st.Atoms)
+	p.Executable = len(dag.Executable(st, 0))
+	p.Settled = p.Resolved + p.SetAside
+	if p.Total > 0 {
+		p.Percent = p.Settled * 100 / p.Total
+	}
+	return p
 }
 
 // loopStatus is the CCW status of a loop: ccw's mapping of the state, with

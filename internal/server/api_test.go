@@ -822,3 +822,150 @@ func TestADamagedCCWDocumentIsRebuiltMidRun(t *testing.T) {
 		t.Errorf("rebuilt loop: %+v", list.Loops)
 	}
 }
+
+// completedWithAFailedChoice is a completed loop whose OR group tried A2,
+// which failed, and then A2b, which resolved.
+const completedWithAFailedChoice = `---
+objective:
+  goal: "first goal line\nand a second line"
+  base_case:
+    checklist:
+      - item: "done"
+        check:
+          type: file
+          value: "A1.done"
+  background_intent: "b"
+  deliverables: "d"
+  definition_of_done: "c"
+control:
+  status: completed
+  iteration: 3
+  stall_count: 0
+  prev_pending_count: -1
+  stop_requested: false
+  stop_reason: "base case passed: every check of the checklist holds"
+  redirect_requested: false
+atoms:
+  - id: A1
+    description: "one"
+    status: resolved
+    depends_on: []
+  - id: A2
+    description: "two"
+    status: pending
+    depends_on: [A1]
+    or_group: way
+  - id: A2b
+    description: "two, the other way"
+    status: resolved
+    depends_on: [A1]
+    or_group: way
+decompositions: []
+or_groups:
+  way:
+    choices: [A2, A2b]
+    selected: A2b
+    failed: [A2]
+bindings: {}
+trail: []
+---
+`
+
+func TestTheSummaryCountsSetAsideChoicesAsSettledAndTheTitleFollowsTheGoal(t *testing.T) {
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".claude"), 0o755)
+	if err := os.WriteFile(filepath.Join(ws, ".claude", "aot-loop-state.md"), []byte(completedWithAFailedChoice), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, ws)
+	type doc struct {
+		LoopID   string `json:"loop_id"`
+		Title    string `json:"title"`
+		Status   string `json:"status"`
+		Progress struct {
+			Total, Resolved, Pending int
+			SetAside                 int `json:"set_aside"`
+			Settled, Percent         int
+		} `json:"progress"`
+		Iteration        int        `json:"iteration"`
+		CurrentIteration int        `json:"current_iteration"`
+		StartedAt        *time.Time `json:"started_at"`
+		EndedAt          *time.Time `json:"ended_at"`
+	}
+	var list struct{ Loops []doc }
+	h.do("GET", "/api/loops", nil, &list)
+	if len(list.Loops) != 1 {
+		t.Fatalf("loops: %+v", list.Loops)
+	}
+	s := list.Loops[0]
+	if s.Status != "completed" || s.Progress.Total != 3 || s.Progress.Resolved != 2 || s.Progress.SetAside != 1 || s.Progress.Settled != 3 || s.Progress.Percent != 100 {
+		t.Errorf("a completed loop with a failed OR choice: %+v", s)
+	}
+	if s.Title != "first goal line and a second line" || s.Iteration != 3 || s.CurrentIteration != 3 || s.StartedAt != nil || s.EndedAt != nil {
+		t.Errorf("title, iterations, times of a loop that never ran here: %+v", s)
+	}
+	// A redirect of the goal: the title follows.
+	var out map[string]any
+	if code := h.do("POST", "/api/loops/"+s.LoopID+"/redirect", map[string]any{"reason": "the aim moved", "goal": "the new goal"}, &out); code != 200 {
+		t.Fatalf("redirect: %d %v", code, out)
+	}
+	var after doc
+	h.do("GET", "/api/loops/"+s.LoopID, nil, &after)
+	if after.Title != "the new goal" {
+		t.Errorf("after a redirect of the goal the title is %q", after.Title)
+	}
+}
+
+func TestTheSummaryCountsTheSweepUnderWayAndTheRunsTimes(t *testing.T) {
+	h := start(t, "")
+	id := h.create("SLOW1")
+	before := time.Now().Add(-time.Second)
+	h.startLoop(id)
+	type doc struct {
+		Status           string     `json:"status"`
+		Iteration        int        `json:"iteration"`
+		CurrentIteration int        `json:"current_iteration"`
+		StartedAt        *time.Time `json:"started_at"`
+		EndedAt          *time.Time `json:"ended_at"`
+		Progress         struct{ Percent int }
+		Bounds           []struct {
+			Name              string
+			Limit, Used, Left float64
+		}
+	}
+	var s doc
+	h.waitFor("SLOW1 runs", func() bool {
+		h.do("GET", "/api/loops/"+id, nil, &s)
+		return s.Status == "running" && s.StartedAt != nil
+	})
+	if s.Iteration != 0 || s.CurrentIteration != 1 || s.StartedAt.Before(before) || s.EndedAt != nil || s.Progress.Percent != 0 {
+		t.Errorf("while the first sweep runs: %+v", s)
+	}
+	bound := func(name string) string {
+		for _, b := range s.Bounds {
+			if b.Name == name {
+				return fmt.Sprintf("%v/%v/%v", b.Limit, b.Used, b.Left)
+			}
+		}
+		return "absent"
+	}
+	if got := bound("max_parallel_agents"); got != "1/1/0" {
+		t.Errorf("max_parallel_agents while SLOW1 runs (limit/used/left): %s", got)
+	}
+	if got := bound("max_iterations"); got != "20/0/20" {
+		t.Errorf("max_iterations in the first sweep (limit/used/left): %s", got)
+	}
+	if got := bound("max_cost_usd"); got != "absent" {
+		t.Errorf("a limit not set is listed: %s", got)
+	}
+	if err := os.WriteFile(filepath.Join(h.ws, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the loop completes", func() bool {
+		h.do("GET", "/api/loops/"+id, nil, &s)
+		return s.Status == "completed"
+	})
+	if s.Progress.Percent != 100 || s.CurrentIteration < 1 || s.CurrentIteration != s.Iteration || s.EndedAt == nil || s.EndedAt.Before(*s.StartedAt) {
+		t.Errorf("after completing: %+v", s)
+	}
+}

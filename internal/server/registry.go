@@ -26,6 +26,7 @@ import (
 // the bookkeeping of its CCW view.
 type loop struct {
 	id, title, description string
+	titleFromGoal          bool // the title is the goal's first line: it follows a redirect of the goal
 	workspace, stateFile   string
 	created                time.Time
 	reg                    *registry
@@ -222,7 +223,7 @@ func (r *registry) discover() error {
 				l.id = idFor(def, l.created)
 			}
 			if st != nil {
-				l.title = dag.OneLine(st.Objective.Goal, 80)
+				l.title, l.titleFromGoal = dag.OneLine(st.Objective.Goal, 80), true
 				l.description = dag.OneLine(st.Objective.BackgroundIntent, 400)
 			}
 			r.add(l)

@@ -1,7 +1,7 @@
-// The dashboard of aot serve: loops as cards (#/) and one loop's page
+// The dashboard of aot serve: loops as a list (#/) and one loop's page
 // (#/loops/ID). Everything it shows comes from the API in docs/API.md; it
 // loads nothing from anywhere else.
-import { CardsPage } from './cards.js';
+import { ListPage } from './list.js';
 import { el, fill, tick } from './dom.js';
 import { LoopPage } from './loop.js';
 
@@ -23,7 +23,7 @@ function route() {
     page = new LoopPage(root, id);
   } else {
     fill(crumbs, el('span', null, 'loops'));
-    page = new CardsPage(root);
+    page = new ListPage(root);
   }
   page.open();
   window.scrollTo(0, 0);

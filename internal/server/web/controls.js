@@ -47,13 +47,26 @@ export class Controls {
     });
     this.resumeButton = el('button', { type: 'button', class: 'btn btn-resume', 'data-action': 'resume', onclick: () => this.send('resume', {}) }, 'Resume');
     // Stop.
+    // Stop asks first: the form's button opens a confirmation.
+    const stopButton = el('button', { type: 'submit', class: 'btn btn-stop', 'data-action': 'stop' }, 'Stop');
+    const confirmStop = el('div', { class: 'confirm', hidden: true },
+      el('span', { class: 'confirm-q' }, 'Stop this loop? Its agents are killed; Start resumes it later.'),
+      el('div', { class: 'row' },
+        el('button', { type: 'button', class: 'btn btn-stop', 'data-action': 'confirm-stop', onclick: () => {
+          const v = values(this.stopForm);
+          this.confirming(false);
+          this.send('stop', v.reason ? { reason: v.reason } : {});
+        } }, 'Yes, stop'),
+        el('button', { type: 'button', class: 'btn btn-ghost', 'data-action': 'cancel', onclick: () => this.confirming(false) }, 'Cancel')));
+    this.confirming = (on) => {
+      confirmStop.hidden = !on;
+      stopButton.hidden = on;
+    };
     this.stopForm = el('form', { class: 'ctl', 'data-form': 'stop' },
-      f('reason', 'reason', { placeholder: 'why you stop (optional)' }),
-      el('button', { type: 'submit', class: 'btn btn-stop', 'data-action': 'stop' }, 'Stop'));
+      f('reason', 'reason', { placeholder: 'why you stop (optional)' }), stopButton, confirmStop);
     this.stopForm.addEventListener('submit', (e) => {
       e.preventDefault();
-      const v = values(this.stopForm);
-      this.send('stop', v.reason ? { reason: v.reason } : {});
+      this.confirming(true);
     });
     this.redirect = redirectForm((body) => this.send('redirect', body));
     this.pauseBox = el('div', { class: 'ctl-box' }, el('h3', null, 'Pause'), this.pauseForm);
@@ -70,7 +83,9 @@ export class Controls {
   update(s) {
     const running = s.status === 'running';
     const paused = s.status === 'paused';
-    this.startBox.hidden = running || paused;
+    // Start only where it can start: not on a completed loop, nor on one
+    // whose state file cannot be read.
+    this.startBox.hidden = running || paused || s.status === 'completed' || !!s.error;
     this.pauseBox.hidden = !running;
     this.resumeBox.hidden = !paused;
     this.stopBox.hidden = !(running || paused);

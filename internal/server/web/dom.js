@@ -142,3 +142,18 @@ export function table(head, rows, cls) {
       el('thead', null, el('tr', null, head.map((h) => el('th', { scope: 'col' }, h)))),
       el('tbody', null, rows.map((r) => el('tr', null, r.map((c) => el('td', null, c)))))));
 }
+
+// oneLine is a text's first line, cut at a word with … when longer than
+// max; cut says whether anything was left out.
+export function oneLine(text, max) {
+  const s = String(text || '').trim();
+  const nl = s.indexOf('\n');
+  let line = (nl < 0 ? s : s.slice(0, nl)).trim();
+  let cut = nl >= 0;
+  if (line.length > max) {
+    const sp = line.lastIndexOf(' ', max);
+    line = line.slice(0, sp > max / 2 ? sp : max).trimEnd();
+    cut = true;
+  }
+  return { text: cut ? line + '…' : line, cut };
+}

@@ -41,15 +41,45 @@ export class Tails {
 
   add(a, live) {
     const pre = el('pre', { class: 'tail-out', tabindex: 0 });
+    const hits = el('pre', { class: 'tail-out tail-hits', hidden: true, 'data-role': 'hits' });
+    const found = el('span', { class: 'muted', 'data-role': 'found' });
+    const find = el('input', { type: 'search', class: 'tail-find', placeholder: 'search the output', 'aria-label': 'search the output' });
     const state = el('span', { class: 'muted' }, live ? 'live' : '');
     const node = el('details', { class: 'tail', open: true, 'data-tail': key(a) },
       el('summary', null, el('span', { class: 'mono strong' }, a.atom), ` ${a.role || 'worker'} attempt ${a.attempt} · output `, state),
-      pre);
-    const t = { a, live, node, pre, state, offset: 0, done: false, busy: false, ended: 0 };
+      el('div', { class: 'tail-bar' }, find, found),
+      pre, hits);
+    // follow: the tail keeps to the end of the output, from its first read
+    // on, until the person scrolls up; scrolling back down follows again.
+    const t = { a, live, node, pre, hits, find, found, state, offset: 0, done: false, busy: false, ended: 0, follow: true };
+    find.addEventListener('input', () => this.search(t));
+    pre.addEventListener('scroll', () => {
+      t.follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    });
     this.tails.set(key(a), t);
     this.node.prepend(node);
     this.read(t);
     return t;
+  }
+
+  // search shows the lines of the output that hold the text searched for
+  // (case-insensitive), numbered, in place of the whole output.
+  search(t) {
+    const q = t.find.value.trim().toLowerCase();
+    t.pre.hidden = q !== '';
+    t.hits.hidden = q === '';
+    if (!q) {
+      t.found.textContent = '';
+      if (t.follow) t.pre.scrollTop = t.pre.scrollHeight;
+      return;
+    }
+    const lines = t.pre.textContent.split('\n');
+    const out = [];
+    lines.forEach((line, i) => {
+      if (line.toLowerCase().includes(q)) out.push(`${String(i + 1).padStart(5)}  ${line}`);
+    });
+    t.hits.textContent = out.length ? out.join('\n') : '(no line holds it)';
+    t.found.textContent = `${out.length} line${out.length === 1 ? '' : 's'}`;
   }
 
   trim() {
@@ -71,10 +101,10 @@ export class Tails {
       const q = new URLSearchParams({ atom: t.a.atom, role: t.a.role || 'worker', attempt: String(t.a.attempt), offset: String(t.offset) });
       const o = await get(loopPath(this.id, `/output?${q}`));
       if (o.data) {
-        const stick = t.pre.scrollTop + t.pre.clientHeight >= t.pre.scrollHeight - 4;
         t.pre.append(o.data);
         if (t.pre.textContent.length > KEEP_CHARS * 2) t.pre.textContent = '…' + t.pre.textContent.slice(-KEEP_CHARS);
-        if (stick) t.pre.scrollTop = t.pre.scrollHeight;
+        if (t.follow) t.pre.scrollTop = t.pre.scrollHeight;
+        if (t.find.value.trim()) this.search(t);
       }
       t.offset = o.next;
       if (o.outcome !== 'running' && o.next >= o.size) {
