@@ -932,11 +932,12 @@ func TestTheSummaryCountsTheSweepUnderWayAndTheRunsTimes(t *testing.T) {
 			Name              string
 			Limit, Used, Left float64
 		}
+		Running []struct{ Atom string }
 	}
 	var s doc
-	h.waitFor("SLOW1 runs", func() bool {
+	h.waitFor("SLOW1's agent runs", func() bool {
 		h.do("GET", "/api/loops/"+id, nil, &s)
-		return s.Status == "running" && s.StartedAt != nil
+		return s.Status == "running" && s.StartedAt != nil && len(s.Running) > 0
 	})
 	if s.Iteration != 0 || s.CurrentIteration != 1 || s.StartedAt.Before(before) || s.EndedAt != nil || s.Progress.Percent != 0 {
 		t.Errorf("while the first sweep runs: %+v", s)
