@@ -33,8 +33,10 @@ type workerOptions struct {
 	Grace         time.Duration
 	Agents        agentChoice // defaults under each loop's own choice
 	AgentsFile    string
+	MetricsAddr   string // --metrics-addr: /metrics and /healthz; "" is off
+	BuildID       string // --build-id; default the binary's version
 	getenv        func(string) string
-	dial          func(ctx context.Context) (client.Client, error)
+	dial          func(ctx context.Context, metrics client.MetricsHandler) (client.Client, error)
 }
 
 const workerLong = `aot worker runs the attempts of loops started with aot run --engine temporal,
@@ -69,7 +71,7 @@ to finish; those still running then are cancelled (agents killed, worktrees
 removed) and Temporal retries them on another worker.`
 
 func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *cobra.Command {
-	opts := &workerOptions{IO: d.io, Global: g, getenv: d.getenv, dial: durable.Dial}
+	opts := &workerOptions{IO: d.io, Global: g, getenv: d.getenv, dial: durable.DialMetered, BuildID: buildID(d.version)}
 	cmd := &cobra.Command{
 		Use:   "worker [--task-queue aot] [--cache DIR] [--agent ... --agent-command CMD]",
 		Short: "Run the attempts of Temporal loops on this machine",
@@ -78,6 +80,12 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if opts.Agents.Command == "" {
 				opts.Agents.Command = d.getenv("AOT_AGENT_COMMAND")
+			}
+			if err := checkBuildID(opts.BuildID); err != nil {
+				return usagef("--build-id: %v", err)
+			}
+			if _, err := metricsAddr(opts.MetricsAddr); err != nil {
+				return usagef("--metrics-addr: %v", err)
 			}
 			if opts.MaxActivities < 0 || opts.Grace < 0 {
 				return usagef("--max-activities and --grace must not be negative")
@@ -120,13 +128,24 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 	f.DurationVar(&opts.Grace, "grace", durable.DefaultGrace, "how long running attempts may finish after Ctrl-C before they are cancelled")
 	addAgentFlags(f, &opts.Agents.Agent, &opts.Agents.Model, &opts.Agents.Roles, &opts.Agents.Command)
 	f.StringVar(&opts.AgentsFile, "agents-file", "", "an agents file ("+backend.FileName+") whose settings fill in what a loop leaves unset")
+	f.StringVar(&opts.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this `[host:]port` (a port alone: 127.0.0.1; default off)")
+	f.StringVar(&opts.BuildID, "build-id", opts.BuildID, "this worker's build id in Temporal (worker deployment "+durable.DeploymentName+")")
 	return cmd
 }
 
 func runWorker(ctx context.Context, opts *workerOptions, file backend.Config) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	c, err := opts.dial(ctx)
+	ln, metrics, err := listenMetrics(opts.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	var sdkMetrics client.MetricsHandler
+	if metrics != nil {
+		defer ln.Close()
+		sdkMetrics = metrics.SDK()
+	}
+	c, err := opts.dial(ctx, sdkMetrics)
 	if err != nil {
 		return err
 	}
@@ -140,9 +159,14 @@ func runWorker(ctx context.Context, opts *workerOptions, file backend.Config) er
 		Client: c, TaskQueue: opts.TaskQueue, CacheDir: opts.Cache, Identity: identity,
 		NewAgent:      workerAgents(file, opts.Agents, opts.getenv),
 		MaxActivities: opts.MaxActivities, Grace: opts.Grace,
+		Listener: ln, Metrics: metrics, BuildID: opts.BuildID,
 		Started: func() {
 			fmt.Fprintf(opts.IO.Out, "aot worker %s: connected to %s (namespace %s), polling task queue %s; cache %s; Ctrl-C stops\n",
 				identity, address, namespace, opts.TaskQueue, opts.Cache)
+			if ln != nil {
+				fmt.Fprintf(opts.IO.Out, "aot worker %s: build id %s; metrics on http://%s/metrics, health on http://%s/healthz\n",
+					identity, opts.BuildID, ln.Addr(), ln.Addr())
+			}
 		},
 	}
 	go func() {

@@ -16,10 +16,17 @@ import (
 // TEMPORAL_API_KEY, TEMPORAL_TLS and the TEMPORAL_TLS_* certificate
 // settings, and the profiles of the CLI's TOML file (TEMPORAL_CONFIG_FILE,
 // TEMPORAL_PROFILE).
-func Dial(ctx context.Context) (client.Client, error) {
+func Dial(ctx context.Context) (client.Client, error) { return DialMetered(ctx, nil) }
+
+// DialMetered is Dial whose client reports the SDK's metrics to metrics
+// (nil: nowhere).
+func DialMetered(ctx context.Context, metrics client.MetricsHandler) (client.Client, error) {
 	opts, err := envconfig.LoadDefaultClientOptions()
 	if err != nil {
 		return nil, fmt.Errorf("temporal connection settings: %w", err)
+	}
+	if metrics != nil {
+		opts.MetricsHandler = metrics
 	}
 	if opts.Logger == nil {
 		opts.Logger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
