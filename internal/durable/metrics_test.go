@@ -1,30 +1,18 @@
 package durable
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aot-loop/aot/internal/temporaltest"
 )
 
-// scrape returns the text a Prometheus server reads from url.
-func scrape(t *testing.T, url string) (int, string) {
-	t.Helper()
-	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	return resp.StatusCode, string(body)
-}
+// scrape is a GET of url: its status and body.
+func scrape(t *testing.T, url string) (int, string) { return temporaltest.Get(t, url) }
 
 // sample is the value of the series name{labels} in a scrape (labels as
 // Prometheus prints them: sorted, quoted); -1 when absent.
