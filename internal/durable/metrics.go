@@ -212,7 +212,10 @@ func (s *sdkMetrics) get(kind, name string, tags map[string]string, mk func(prom
 	s.kinds[name] = kind
 	labels := prometheus.Labels{}
 	for k, v := range tags {
-		labels[promName(k)] = v
+		if k = promName(k); k == "le" || k == "quantile" || strings.HasPrefix(k, "__") {
+			k = "tag" + k // Prometheus keeps these names for itself
+		}
+		labels[k] = v
 	}
 	c := mk(prometheus.Opts{Name: name, Help: "Temporal SDK " + kind + " " + name + ".", ConstLabels: labels})
 	s.series[key] = c

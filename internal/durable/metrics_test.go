@@ -44,6 +44,7 @@ func TestSDKMetricsInPrometheus(t *testing.T) {
 	timer.Record(200 * time.Millisecond)
 	timer.Record(2 * time.Second)
 	root.Gauge("temporal_request").Update(9) // a name already a counter: dropped, the rest still served
+	root.WithTags(map[string]string{"le": "x"}).Timer("odd").Record(time.Second)
 
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
@@ -60,6 +61,7 @@ func TestSDKMetricsInPrometheus(t *testing.T) {
 		`temporal_activity_execution_latency_seconds_bucket{namespace="default",le="2.5"}`:  2,
 		`temporal_activity_execution_latency_seconds_count{namespace="default"}`:            2,
 		`temporal_activity_execution_latency_seconds_sum{namespace="default"}`:              2.2,
+		`odd_seconds_count{namespace="default",tagle="x"}`:                                  1,
 		`aot_attempts_started_total{role="worker"}`:                                         -1, // none yet
 	} {
 		if got := sample(text, series); got != want {
