@@ -68,7 +68,14 @@ TEMPORAL_TLS_DISABLE_HOST_VERIFICATION, and the CLI's profiles
 
 Ctrl-C (or SIGTERM) stops polling and gives the running activities --grace
 to finish; those still running then are cancelled (agents killed, worktrees
-removed) and Temporal retries them on another worker.`
+removed) and Temporal retries them on another worker.
+
+--metrics-addr serves Prometheus metrics at /metrics (the Temporal SDK's,
+and counts of attempts, failures, merges and verifications) and a health
+check at /healthz (200 while the worker polls and Temporal answers, else
+503 and why). The worker reports --build-id (default: this binary's
+version) to Temporal. docs/TEMPORAL.md has a systemd unit and a container
+recipe.`
 
 func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *cobra.Command {
 	opts := &workerOptions{IO: d.io, Global: g, getenv: d.getenv, dial: durable.DialMetered, BuildID: buildID(d.version)}
