@@ -237,8 +237,9 @@ func workerProcesses(t *testing.T, start startFunc, dir, root, queue string) (en
 			"--metrics-addr", "127.0.0.1:0", "--grace", "1s", "--max-activities", "2")
 		_, out := start(w, dir, args...)
 		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "metrics on http://"); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s, started as the %s starts it (aot %s), does not poll and serve its metrics within 60s:\n%s",
+			// aot's errors (a flag it does not know) start with "aot: ".
+			if failed := strings.HasPrefix(out.String(), "aot: ") || strings.Contains(out.String(), "\naot: "); failed || time.Now().After(deadline) {
+				t.Fatalf("%s, started as the %s starts it (aot %s), does not poll and serve its metrics:\n%s",
 					w, doc.from, strings.Join(args, " "), out)
 			}
 		}
