@@ -40,7 +40,7 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 		`echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`
 
 	const queue = "recipe"
-	endpoints := workerProcesses(t, start, ws, root, queue)
+	endpoints := workerProcesses(t, start, ws, root, queue, "--agent", "exec", "--agent-command", agent)
 	scrapes := func() (all string, each []string) {
 		for _, e := range endpoints {
 			_, text := temporaltest.Get(t, e+"/metrics")
@@ -227,14 +227,16 @@ func aotProcesses(t *testing.T) startFunc {
 // docs/TEMPORAL.md starts them, w1 by its systemd unit's ExecStart and w2
 // by its Dockerfile's CMD, with what is the test's own in place of the
 // documented values: the queue, caches in root, identities, a free
-// loopback port for the metrics, a short grace. It waits until both poll,
-// and returns where each serves /metrics and /healthz.
-func workerProcesses(t *testing.T, start startFunc, dir, root, queue string) (endpoints []string) {
+// loopback port for the metrics, a short grace, and extra (their agents).
+// It waits until both poll, and returns where each serves /metrics and
+// /healthz.
+func workerProcesses(t *testing.T, start startFunc, dir, root, queue string, extra ...string) (endpoints []string) {
 	t.Helper()
 	for i, doc := range docWorkers(t) {
 		w := "w" + strconv.Itoa(i+1)
 		args := append(doc.args, "--task-queue", queue, "--cache", filepath.Join(root, "cache-"+w), "--identity", w,
 			"--metrics-addr", "127.0.0.1:0", "--grace", "1s", "--max-activities", "2")
+		args = append(args, extra...)
 		_, out := start(w, dir, args...)
 		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "metrics on http://"); time.Sleep(100 * time.Millisecond) {
 			// aot's errors (a flag it does not know) start with "aot: ".
@@ -272,10 +274,10 @@ func TestTemporalTwoClonesWithDifferentGoalsFromTheCLI(t *testing.T) {
 	gitIn(t, ws2, "commit", "-q", "-m", "another loop")
 
 	const queue = "two-clones"
-	workerProcesses(t, start, ws1, root, queue)
 	gate := filepath.Join(root, "gate")
 	agent := `i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; ` +
 		`echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`
+	workerProcesses(t, start, ws1, root, queue, "--agent", "exec", "--agent-command", agent)
 	run := func(name, dir string, args ...string) (*exec.Cmd, *lockedBuffer) {
 		return start(name, dir, append([]string{"run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", agent}, args...)...)
 	}
