@@ -31,10 +31,10 @@ type workerOptions struct {
 	Identity      string
 	MaxActivities int
 	Grace         time.Duration
+	MetricsAddr   string      // --metrics-addr: /metrics and /healthz; "" is off
+	BuildID       string      // --build-id; default the binary's version
 	Agents        agentChoice // defaults under each loop's own choice
 	AgentsFile    string
-	MetricsAddr   string // --metrics-addr: /metrics and /healthz; "" is off
-	BuildID       string // --build-id; default the binary's version
 	getenv        func(string) string
 	dial          func(ctx context.Context, metrics client.MetricsHandler) (client.Client, error)
 }
@@ -133,10 +133,10 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 	f.StringVar(&opts.Identity, "identity", "", "this worker's name in Temporal and in the attempts (default pid@host)")
 	f.IntVar(&opts.MaxActivities, "max-activities", durable.DefaultMaxActivities, "attempts, merges and verifications at once")
 	f.DurationVar(&opts.Grace, "grace", durable.DefaultGrace, "how long running attempts may finish after Ctrl-C before they are cancelled")
-	addAgentFlags(f, &opts.Agents.Agent, &opts.Agents.Model, &opts.Agents.Roles, &opts.Agents.Command)
-	f.StringVar(&opts.AgentsFile, "agents-file", "", "an agents file ("+backend.FileName+") whose settings fill in what a loop leaves unset")
 	f.StringVar(&opts.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on `[host:]port` (a port alone listens on 127.0.0.1; default: off)")
 	f.StringVar(&opts.BuildID, "build-id", opts.BuildID, "this worker's build id in Temporal (worker deployment "+durable.DeploymentName+")")
+	addAgentFlags(f, &opts.Agents.Agent, &opts.Agents.Model, &opts.Agents.Roles, &opts.Agents.Command)
+	f.StringVar(&opts.AgentsFile, "agents-file", "", "an agents file ("+backend.FileName+") whose settings fill in what a loop leaves unset")
 	return cmd
 }
 
