@@ -31,12 +31,13 @@ type workerOptions struct {
 	Identity      string
 	MaxActivities int
 	Grace         time.Duration
-	MetricsAddr   string      // --metrics-addr: /metrics and /healthz; "" is off
-	BuildID       string      // --build-id; default the binary's version
-	Agents        agentChoice // defaults under each loop's own choice
+	MetricsAddr   string                // --metrics-addr: /metrics and /healthz; "" is off
+	BuildID       string                // --build-id; default the binary's version
+	sdkMetrics    client.MetricsHandler // where the client dialled reports the SDK's metrics
+	Agents        agentChoice           // defaults under each loop's own choice
 	AgentsFile    string
 	getenv        func(string) string
-	dial          func(ctx context.Context, metrics client.MetricsHandler) (client.Client, error)
+	dial          func(ctx context.Context) (client.Client, error)
 }
 
 const workerLong = `aot worker runs the attempts of loops started with aot run --engine temporal,
@@ -78,7 +79,12 @@ version) to Temporal. docs/TEMPORAL.md has a systemd unit and a container
 recipe.`
 
 func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *cobra.Command {
-	opts := &workerOptions{IO: d.io, Global: g, getenv: d.getenv, dial: durable.DialMetered, BuildID: buildID(d.version)}
+	opts := &workerOptions{IO: d.io, Global: g, getenv: d.getenv, dial: durable.Dial}
+	opts.BuildID = buildID(d.version)
+	// The client reports the SDK's metrics where runWorker sets them.
+	opts.dial = func(ctx context.Context) (client.Client, error) {
+		return durable.DialWith(ctx, durable.DialOptions{Metrics: opts.sdkMetrics})
+	}
 	cmd := &cobra.Command{
 		Use:   "worker [--task-queue aot] [--cache DIR] [--agent ... --agent-command CMD]",
 		Short: "Run the attempts of Temporal loops on this machine",
@@ -147,12 +153,11 @@ func runWorker(ctx context.Context, opts *workerOptions, file backend.Config) er
 	if err != nil {
 		return err
 	}
-	var sdkMetrics client.MetricsHandler
 	if metrics != nil {
 		defer ln.Close()
-		sdkMetrics = metrics.SDK()
+		opts.sdkMetrics = metrics.SDK()
 	}
-	c, err := opts.dial(ctx, sdkMetrics)
+	c, err := opts.dial(ctx)
 	if err != nil {
 		return err
 	}

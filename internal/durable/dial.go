@@ -16,23 +16,36 @@ import (
 // TEMPORAL_API_KEY, TEMPORAL_TLS and the TEMPORAL_TLS_* certificate
 // settings, and the profiles of the CLI's TOML file (TEMPORAL_CONFIG_FILE,
 // TEMPORAL_PROFILE).
-func Dial(ctx context.Context) (client.Client, error) { return DialMetered(ctx, nil) }
+// The SDK's own log is discarded; DialWith gives it a place.
+func Dial(ctx context.Context) (client.Client, error) { return DialWith(ctx, DialOptions{}) }
 
-// DialMetered is Dial whose client reports the SDK's metrics to metrics
-// (nil: nowhere).
-func DialMetered(ctx context.Context, metrics client.MetricsHandler) (client.Client, error) {
+// DialOptions tune DialWith.
+type DialOptions struct {
+	// Log receives the SDK's log (its connection trouble, a worker's
+	// failed polls and activity retries); nil discards it.
+	Log *slog.Logger
+	// Metrics receives the SDK's metrics (Metrics.SDK); nil: none.
+	Metrics client.MetricsHandler
+}
+
+// DialWith is Dial with the SDK's log going to o.Log.
+func DialWith(ctx context.Context, o DialOptions) (client.Client, error) {
 	opts, err := envconfig.LoadDefaultClientOptions()
 	if err != nil {
 		return nil, fmt.Errorf("temporal connection settings: %w", err)
 	}
-	if metrics != nil {
-		opts.MetricsHandler = metrics
-	}
 	if opts.Logger == nil {
-		opts.Logger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
+		l := o.Log
+		if l == nil {
+			l = slog.New(slog.DiscardHandler)
+		}
+		opts.Logger = log.NewStructuredLogger(l)
 	}
 	if opts.DataConverter == nil {
 		opts.DataConverter = DataConverter()
+	}
+	if o.Metrics != nil {
+		opts.MetricsHandler = o.Metrics
 	}
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {

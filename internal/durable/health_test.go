@@ -105,7 +105,7 @@ func TestWorkerMetricsHealthAndBuildID(t *testing.T) {
 	t.Setenv("TEMPORAL_ADDRESS", proxy.addr)
 	t.Setenv("TEMPORAL_NAMESPACE", "default")
 	m := NewMetrics()
-	wc, err := DialMetered(context.Background(), m.SDK())
+	wc, err := DialWith(context.Background(), DialOptions{Metrics: m.SDK()})
 	if err != nil {
 		t.Fatal(err)
 	}

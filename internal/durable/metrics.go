@@ -21,7 +21,7 @@ import (
 )
 
 // Metrics are a worker's numbers for Prometheus: the Temporal SDK's own
-// (give [Metrics.SDK] to the client, see [DialMetered]) and aot's, counted
+// (give [Metrics.SDK] to the client, see [DialWith]) and aot's, counted
 // as the worker runs activities (see WorkerOptions.Metrics):
 //
 //   - aot_attempts_started_total{role}

@@ -39,7 +39,7 @@ type WorkerOptions struct {
 	// /metrics until RunWorker returns.
 	Listener net.Listener
 	// Metrics, when set, counts the worker's activities; the SDK's own
-	// metrics reach it through the client (DialMetered).
+	// metrics reach it through the client (DialWith).
 	Metrics *Metrics
 	// BuildID names this worker's code to Temporal: its version in the
 	// worker deployment DeploymentName. Workflows stay unversioned (any
