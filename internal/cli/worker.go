@@ -94,14 +94,14 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 			if opts.Agents.Command == "" {
 				opts.Agents.Command = d.getenv("AOT_AGENT_COMMAND")
 			}
+			if opts.MaxActivities < 0 || opts.Grace < 0 {
+				return usagef("--max-activities and --grace must not be negative")
+			}
 			if err := checkBuildID(opts.BuildID); err != nil {
 				return usagef("--build-id: %v", err)
 			}
 			if _, err := metricsAddr(opts.MetricsAddr); err != nil {
 				return usagef("--metrics-addr: %v", err)
-			}
-			if opts.MaxActivities < 0 || opts.Grace < 0 {
-				return usagef("--max-activities and --grace must not be negative")
 			}
 			if opts.Cache == "" {
 				dir, err := os.UserCacheDir()
@@ -137,10 +137,10 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 	f.StringVar(&opts.TaskQueue, "task-queue", durable.DefaultTaskQueue, "the Temporal task queue to poll (aot run --engine temporal --task-queue)")
 	f.StringVar(&opts.Cache, "cache", "", "`folder` of the clones, worktrees and agent logs (default: the user cache folder's aot/worker)")
 	f.StringVar(&opts.Identity, "identity", "", "this worker's name in Temporal and in the attempts (default pid@host)")
-	f.IntVar(&opts.MaxActivities, "max-activities", durable.DefaultMaxActivities, "attempts, merges and verifications at once")
-	f.DurationVar(&opts.Grace, "grace", durable.DefaultGrace, "how long running attempts may finish after Ctrl-C before they are cancelled")
 	f.StringVar(&opts.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on `[host:]port` (a port alone listens on 127.0.0.1; default: off)")
 	f.StringVar(&opts.BuildID, "build-id", opts.BuildID, "this worker's build id in Temporal (worker deployment "+durable.DeploymentName+")")
+	f.IntVar(&opts.MaxActivities, "max-activities", durable.DefaultMaxActivities, "attempts, merges and verifications at once")
+	f.DurationVar(&opts.Grace, "grace", durable.DefaultGrace, "how long running attempts may finish after Ctrl-C before they are cancelled")
 	addAgentFlags(f, &opts.Agents.Agent, &opts.Agents.Model, &opts.Agents.Roles, &opts.Agents.Command)
 	f.StringVar(&opts.AgentsFile, "agents-file", "", "an agents file ("+backend.FileName+") whose settings fill in what a loop leaves unset")
 	return cmd
