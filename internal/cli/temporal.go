@@ -201,7 +201,7 @@ func (opts *workerOptions) logTo() error {
 	}
 	logger := durable.SDKLog(opts.IO.ErrOut, level)
 	opts.dial = func(ctx context.Context) (client.Client, error) {
-		return durable.DialWith(ctx, durable.DialOptions{Log: logger})
+		return durable.DialWith(ctx, durable.DialOptions{Log: logger, Metrics: opts.sdkMetrics})
 	}
 	return nil
 }

@@ -3,9 +3,11 @@
 package cli
 
 import (
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,7 +40,14 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 		`echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`
 
 	const queue = "recipe"
-	workerProcesses(t, start, ws, root, queue, "--agent-command", agent)
+	endpoints := workerProcesses(t, start, ws, root, queue, "--agent", "exec", "--agent-command", agent)
+	scrapes := func() (all string, each []string) {
+		for _, e := range endpoints {
+			_, text := temporaltest.Get(t, e+"/metrics")
+			all, each = all+text, append(each, text)
+		}
+		return all, each
+	}
 
 	// aot run attaches; once four agents run, Ctrl-C detaches.
 	run1, out1 := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", agent)
@@ -46,6 +55,19 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 		data, _ := os.ReadFile(ran)
 		return strings.Count(string(data), "\n") >= 4
 	})
+	// Both workers say they are healthy and count their running attempts.
+	all, each := scrapes()
+	for i, e := range endpoints {
+		if code, body := temporaltest.Get(t, e+"/healthz"); code != http.StatusOK || !strings.Contains(body, "ok: polling") || !strings.Contains(body, "build id ") {
+			t.Errorf("%s/healthz: %d %s", e, code, body)
+		}
+		if n := counted(each[i], `aot_attempts_started_total{role="worker"}`); n < 1 {
+			t.Errorf("worker %s counts %v attempts started:\n%s", e, n, each[i])
+		}
+	}
+	if n := counted(all, `aot_activities_running{activity="aot.Attempt"}`); n != 4 {
+		t.Errorf("the workers count %v attempts running, want 4", n)
+	}
 	run1.Process.Signal(syscall.SIGINT)
 	if err := run1.Wait(); err != nil {
 		t.Fatalf("aot run after Ctrl-C: %v\n%s", err, out1)
@@ -75,6 +97,27 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 		}
 	}
 
+	// The workers counted the loop's attempts, merges and verification,
+	// beside the Temporal SDK's own metrics.
+	all, each = scrapes()
+	for name, want := range map[string]float64{
+		`aot_attempts_started_total{role="worker"}`:               5,
+		`aot_attempts_finished_total{outcome="ok",role="worker"}`: 5,
+		`aot_merges_total{outcome="merged"}`:                      5,
+		`aot_merges_total{outcome="conflict"}`:                    0,
+	} {
+		if got := counted(all, name); got != want {
+			t.Errorf("the workers count %s %v, want %v", name, got, want)
+		}
+	}
+	if n := counted(all, `aot_verifications_total{outcome="passed"}`); n < 1 {
+		t.Errorf("the workers count %v verifications passed", n)
+	}
+	for i, text := range each {
+		if counted(text, "temporal_request{") == 0 || counted(text, "temporal_activity_execution_latency_seconds_count{") == 0 {
+			t.Errorf("worker %s serves no SDK metrics:\n%s", endpoints[i], text)
+		}
+	}
 	// Atoms ran on both workers.
 	data, _ := os.ReadFile(ran)
 	on := map[string]bool{}
@@ -180,16 +223,31 @@ func aotProcesses(t *testing.T) startFunc {
 	}
 }
 
-// workerProcesses starts two aot worker processes on queue, caches in
-// root, with the flags in extra (their agents), and waits until both
-// poll.
-func workerProcesses(t *testing.T, start startFunc, dir, root, queue string, extra ...string) {
+// workerProcesses starts two aot worker processes on queue as
+// docs/TEMPORAL.md starts them, w1 by its systemd unit's ExecStart and w2
+// by its Dockerfile's CMD, with what is the test's own in place of the
+// documented values: the queue, caches in root, identities, a free
+// loopback port for the metrics, a short grace, and extra (their agents).
+// It waits until both poll, and returns where each serves /metrics and
+// /healthz.
+func workerProcesses(t *testing.T, start startFunc, dir, root, queue string, extra ...string) (endpoints []string) {
 	t.Helper()
-	for _, w := range []string{"w1", "w2"} {
-		args := append([]string{"worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache-"+w), "--identity", w, "--grace", "1s", "--max-activities", "2"}, extra...)
+	for i, doc := range docWorkers(t) {
+		w := "w" + strconv.Itoa(i+1)
+		args := append(doc.args, "--task-queue", queue, "--cache", filepath.Join(root, "cache-"+w), "--identity", w,
+			"--metrics-addr", "127.0.0.1:0", "--grace", "1s", "--max-activities", "2")
+		args = append(args, extra...)
 		_, out := start(w, dir, args...)
-		until(t, w+" polls", 60*time.Second, func() bool { return strings.Contains(out.String(), "polling task queue "+queue) })
+		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "metrics on http://"); time.Sleep(100 * time.Millisecond) {
+			// aot's errors (a flag it does not know) start with "aot: ".
+			if failed := strings.HasPrefix(out.String(), "aot: ") || strings.Contains(out.String(), "\naot: "); failed || time.Now().After(deadline) {
+				t.Fatalf("%s, started as the %s starts it (aot %s), does not poll and serve its metrics:\n%s",
+					w, doc.from, strings.Join(args, " "), out)
+			}
+		}
+		endpoints = append(endpoints, workerEndpoints(t, out.String()))
 	}
+	return endpoints
 }
 
 // Two clones of one remote, each with a loop of its own goal, run on
@@ -219,7 +277,7 @@ func TestTemporalTwoClonesWithDifferentGoalsFromTheCLI(t *testing.T) {
 	gate := filepath.Join(root, "gate")
 	agent := `i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; ` +
 		`echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`
-	workerProcesses(t, start, ws1, root, queue, "--agent-command", agent)
+	workerProcesses(t, start, ws1, root, queue, "--agent", "exec", "--agent-command", agent)
 	run := func(name, dir string, args ...string) (*exec.Cmd, *lockedBuffer) {
 		return start(name, dir, append([]string{"run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", agent}, args...)...)
 	}

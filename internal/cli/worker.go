@@ -29,7 +29,10 @@ type workerOptions struct {
 	Identity      string
 	MaxActivities int
 	Grace         time.Duration
-	Agents        agentChoice // defaults under each loop's own choice
+	MetricsAddr   string                // --metrics-addr: /metrics and /healthz; "" is off
+	BuildID       string                // --build-id; default the binary's version
+	sdkMetrics    client.MetricsHandler // where the client dialled reports the SDK's metrics
+	Agents        agentChoice           // defaults under each loop's own choice
 	AgentsFile    string
 	Allow         durable.Allow // the loops' own commands this worker runs
 	getenv        func(string) string
@@ -79,10 +82,22 @@ TEMPORAL_TLS_DISABLE_HOST_VERIFICATION, and the CLI's profiles
 
 Ctrl-C (or SIGTERM) stops polling and gives the running activities --grace
 to finish; those still running then are cancelled (agents killed, worktrees
-removed) and Temporal retries them on another worker.`
+removed) and Temporal retries them on another worker.
+
+--metrics-addr serves Prometheus metrics at /metrics (the Temporal SDK's,
+and counts of attempts, failures, merges and verifications) and a health
+check at /healthz (200 while the worker polls and Temporal answers, else
+503 and why). The worker reports --build-id (default: this binary's
+version) to Temporal. docs/TEMPORAL.md has a systemd unit and a container
+recipe.`
 
 func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *cobra.Command {
 	opts := &workerOptions{IO: d.io, Global: g, getenv: d.getenv, dial: durable.Dial}
+	opts.BuildID = buildID(d.version)
+	// The client reports the SDK's metrics where runWorker sets them.
+	opts.dial = func(ctx context.Context) (client.Client, error) {
+		return durable.DialWith(ctx, durable.DialOptions{Metrics: opts.sdkMetrics})
+	}
 	cmd := &cobra.Command{
 		Use:   "worker [--task-queue aot] [--cache DIR] [--agent ... --agent-command CMD]",
 		Short: "Run the attempts of Temporal loops on this machine",
@@ -97,6 +112,12 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 			}
 			if opts.MaxActivities < 0 || opts.Grace < 0 {
 				return usagef("--max-activities and --grace must not be negative")
+			}
+			if err := checkBuildID(opts.BuildID); err != nil {
+				return usagef("--build-id: %v", err)
+			}
+			if _, err := metricsAddr(opts.MetricsAddr); err != nil {
+				return usagef("--metrics-addr: %v", err)
 			}
 			if opts.Cache == "" {
 				dir, err := os.UserCacheDir()
@@ -144,6 +165,8 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 	f.StringVar(&opts.TaskQueue, "task-queue", durable.DefaultTaskQueue, "the Temporal task queue to poll (aot run --engine temporal --task-queue)")
 	f.StringVar(&opts.Cache, "cache", "", "`folder` of the clones, worktrees and agent logs (default: the user cache folder's aot/worker)")
 	f.StringVar(&opts.Identity, "identity", "", "this worker's name in Temporal and in the attempts (default pid@host)")
+	f.StringVar(&opts.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on `[host:]port` (a port alone listens on 127.0.0.1; default: off)")
+	f.StringVar(&opts.BuildID, "build-id", opts.BuildID, "this worker's build id in Temporal (worker deployment "+durable.DeploymentName+")")
 	f.IntVar(&opts.MaxActivities, "max-activities", durable.DefaultMaxActivities, "attempts, merges and verifications at once")
 	f.DurationVar(&opts.Grace, "grace", durable.DefaultGrace, "how long running attempts may finish after Ctrl-C before they are cancelled")
 	f.StringVar(&opts.LogLevel, "log-level", "", "the Temporal SDK's log on stderr from this `level`: debug, info, warn or error (default info, or $"+envLogLevel+")")
@@ -157,6 +180,14 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 func runWorker(ctx context.Context, opts *workerOptions, own backend.Config) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
+	ln, metrics, err := listenMetrics(opts.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	if metrics != nil {
+		defer ln.Close()
+		opts.sdkMetrics = metrics.SDK()
+	}
 	c, err := opts.dial(ctx)
 	if err != nil {
 		return err
@@ -171,9 +202,14 @@ func runWorker(ctx context.Context, opts *workerOptions, own backend.Config) err
 		Client: c, TaskQueue: opts.TaskQueue, CacheDir: opts.Cache, Identity: identity,
 		NewAgent:      workerAgents(own, opts.Allow, opts.getenv),
 		MaxActivities: opts.MaxActivities, Grace: opts.Grace,
+		Listener: ln, Metrics: metrics, BuildID: opts.BuildID,
 		Started: func() {
 			fmt.Fprintf(opts.IO.Out, "aot worker %s: connected to %s (namespace %s), polling task queue %s; cache %s; Ctrl-C stops\n",
 				identity, address, namespace, opts.TaskQueue, opts.Cache)
+			if ln != nil {
+				fmt.Fprintf(opts.IO.Out, "aot worker %s: build id %s; metrics on http://%s/metrics, health on http://%s/healthz\n",
+					identity, opts.BuildID, ln.Addr(), ln.Addr())
+			}
 		},
 	}
 	go func() {

@@ -27,6 +27,8 @@ type DialOptions struct {
 	// Log receives the SDK's log (its connection trouble, a worker's
 	// failed polls and activity retries); nil discards it.
 	Log *slog.Logger
+	// Metrics receives the SDK's metrics (Metrics.SDK); nil: none.
+	Metrics client.MetricsHandler
 }
 
 // DialWith is Dial with the SDK's log going to o.Log.
@@ -44,6 +46,9 @@ func DialWith(ctx context.Context, o DialOptions) (client.Client, error) {
 	}
 	if opts.DataConverter == nil {
 		opts.DataConverter = DataConverter()
+	}
+	if o.Metrics != nil {
+		opts.MetricsHandler = o.Metrics
 	}
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {

@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -34,6 +35,16 @@ type WorkerOptions struct {
 	Heartbeat time.Duration
 	// Started, when set, is called once the worker polls.
 	Started func()
+	// Listener, when set, serves /healthz (see health) and, with Metrics,
+	// /metrics until RunWorker returns.
+	Listener net.Listener
+	// Metrics, when set, counts the worker's activities; the SDK's own
+	// metrics reach it through the client (DialWith).
+	Metrics *Metrics
+	// BuildID names this worker's code to Temporal: its version in the
+	// worker deployment DeploymentName. Workflows stay unversioned (any
+	// worker on the queue runs them), so this needs no server setup.
+	BuildID string
 }
 
 // Default worker settings.
@@ -67,9 +78,11 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		o.Grace = DefaultGrace
 	}
 	acts := &Activities{Cache: o.CacheDir, Identity: o.Identity, NewAgent: o.NewAgent, Heartbeat: o.Heartbeat}
+	hl, stopHTTP := o.serve()
+	defer stopHTTP()
 	acts.sweep(ctx)
 
-	w := worker.New(o.Client, o.TaskQueue, worker.Options{
+	w := worker.New(o.Client, o.TaskQueue, o.observed(hl, worker.Options{
 		Identity:                           o.Identity,
 		MaxConcurrentActivityExecutionSize: o.MaxActivities,
 		WorkerStopTimeout:                  o.Grace,
@@ -80,16 +93,18 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		// an agent may go on after it was stopped.
 		MaxHeartbeatThrottleInterval:     heartbeatThrottle,
 		DefaultHeartbeatThrottleInterval: heartbeatThrottle,
-	})
+	}))
 	RegisterWorkflow(w)
 	acts.Register(w)
 	if err := w.Start(); err != nil {
 		return err
 	}
+	hl.set(true, "")
 	if o.Started != nil {
 		o.Started()
 	}
 	<-ctx.Done()
+	hl.set(false, "stopping")
 	w.Stop()
 	return nil
 }
