@@ -44,6 +44,7 @@ type world struct {
 	conflict func(in MergeInput) bool
 	passed   bool
 	cleaned  []CleanInput // the loop's branch cleanups
+	batches  [][]string   // the atoms of each MergeBatch, as atom#attempt
 }
 
 func newWorld() *world { return &world{passed: true} }
@@ -134,6 +135,7 @@ func (w *world) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(Loop, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(w.attempt, activity.RegisterOptions{Name: AttemptActivity})
 	env.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: MergeActivity})
+	env.RegisterActivityWithOptions(w.mergeBatch, activity.RegisterOptions{Name: MergeBatchActivity})
 	env.RegisterActivityWithOptions(w.verify, activity.RegisterOptions{Name: VerifyActivity})
 	env.RegisterActivityWithOptions(w.clean, activity.RegisterOptions{Name: CleanActivity})
 }
