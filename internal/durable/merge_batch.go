@@ -21,9 +21,9 @@ import (
 // on the new tip. A retried MergeBatch whose push went through finds the
 // atoms it merged by their trailers and merges nothing again.
 //
-// The merges are made with git's plumbing in a repository without a
-// checkout: three git processes an atom (its files, the merge's tree, the
-// commit), where a worktree per atom would take a dozen.
+// The merges are made with git's plumbing in the worker's clone, without
+// a checkout: three git processes an atom (its files, the merge's tree,
+// the commit), where a worktree per atom would take a dozen.
 func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeBatchResult, error) {
 	stop := a.heartbeat(ctx, fmt.Sprintf("merge %d branches into %s", len(in.Atoms), in.Base))
 	defer stop()
@@ -43,7 +43,7 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 		for i, m := range in.Atoms {
 			works[i] = c.remoteBranch(ctx, m.Branch)
 		}
-		res, pushed, err := a.mergeBatchOnce(ctx, c, in, tip, works)
+		res, pushed, err := c.mergeBatch(ctx, in, tip, works)
 		if err != nil || pushed {
 			return res, err
 		}
@@ -65,17 +65,15 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 	}
 }
 
-// mergeBatchOnce merges the atoms' branches (at works; "" for a branch
+// mergeBatch merges the atoms' branches (at works; "" for a branch
 // the remote no longer has) into tip, and pushes the result with the
 // deletion of the branches; pushed is false when the push was refused.
-func (a *Activities) mergeBatchOnce(ctx context.Context, c *clone, in MergeBatchInput, tip string, works []string) (res MergeBatchResult, pushed bool, err error) {
+func (c *clone) mergeBatch(ctx context.Context, in MergeBatchInput, tip string, works []string) (res MergeBatchResult, pushed bool, err error) {
 	res = MergeBatchResult{Commit: tip, Atoms: make([]MergeResult, len(in.Atoms))}
-	sc, err := a.newScratch(ctx, c, tip)
-	if err != nil {
-		return MergeBatchResult{}, false, err
-	}
-	defer sc.remove()
-	b := &batch{dir: sc.repo, tip: tip, head: tip, project: strings.Trim(in.Project, "/"), since: map[string][]string{}}
+	// The merges write their trees and commits into the worker's clone
+	// itself (objects only: no ref, index or checkout changes), so that
+	// the next attempts on this worker find the new head there.
+	b := &batch{dir: c.dir, tip: tip, head: tip, project: strings.Trim(in.Project, "/"), since: map[string][]string{}}
 	var found map[string]string // trailers -> commit, read once when a branch is gone
 	var drops []workspace.RemoteUpdate
 	for i, m := range in.Atoms {
@@ -107,7 +105,7 @@ func (a *Activities) mergeBatchOnce(ctx context.Context, c *clone, in MergeBatch
 	if b.head != tip {
 		updates = append([]workspace.RemoteUpdate{{Ref: "refs/heads/" + in.Base, Commit: b.head, Expect: tip}}, drops...)
 	}
-	if err := workspace.Push(ctx, sc.repo, in.Repo, updates...); err != nil {
+	if err := workspace.Push(ctx, c.dir, in.Repo, updates...); err != nil {
 		if ctx.Err() != nil {
 			return MergeBatchResult{}, false, ctx.Err()
 		}

@@ -69,7 +69,7 @@ type loop struct {
 	head string
 
 	tasks    map[int]*attempt
-	merges   []int // attempts waiting for their merge, in the order their agents finished
+	merges   []int      // attempts waiting for their merge, in the order their agents finished
 	merging  *attempt   // the merge under way, one at a time (workflows before "merge-batch")
 	batch    []*attempt // the merges under way in one MergeBatch activity
 	mergeF   workflow.Future
