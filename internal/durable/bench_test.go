@@ -103,7 +103,6 @@ func temporalLoop(b *testing.B, c client.Client, queue string, n, parallel int) 
 	b.Helper()
 	repo, seed := newRemote(b, map[string]string{})
 	id := fmt.Sprintf("bench-%s-%d", queue, time.Now().UnixNano())
-	lastID = id
 	gitT(b, repo, "branch", "integration/"+id, seed)
 	s := benchState(n, parallel)
 	s.Control.Status = state.ControlRunning
