@@ -28,8 +28,9 @@ const historyDir = "testdata/history"
 
 // recordedAs names the histories TestWorkflowRecordHistory writes: the
 // workflow's latest change of commands (loop-run*.json are from before
-// the atoms' branches were deleted at the end).
-const recordedAs = "clean-branches"
+// the atoms' branches were deleted at the end, clean-branches-run*.json
+// from before merges were batched).
+const recordedAs = "merge-batch"
 
 func TestWorkflowReplaysRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))
@@ -80,6 +81,7 @@ func TestWorkflowRecordHistory(t *testing.T) {
 	RegisterWorkflow(wk)
 	wk.RegisterActivityWithOptions(w.attempt, activity.RegisterOptions{Name: AttemptActivity})
 	wk.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: MergeActivity})
+	wk.RegisterActivityWithOptions(w.mergeBatch, activity.RegisterOptions{Name: MergeBatchActivity})
 	wk.RegisterActivityWithOptions(w.verify, activity.RegisterOptions{Name: VerifyActivity})
 	wk.RegisterActivityWithOptions(w.clean, activity.RegisterOptions{Name: CleanActivity})
 	if err := wk.Start(); err != nil {
