@@ -23,10 +23,11 @@ import (
 // The workflow drives the local engine's own decisions (engine.Core: the
 // same code aot run executes) and carries out their effects the Temporal
 // way: each agent attempt (worker, probe, planner) is an activity on an aot
-// worker, the merge of a worker's branch into the integration branch is an
-// activity of its own (one at a time, in the order the agents finished,
-// which is dependency order: an atom starts only once its dependencies are
-// merged), and so is each verification of the base case (judge included).
+// worker, the merges of workers' branches into the integration branch are
+// activities of their own (one under way at a time, merging every success
+// that waits, in the order the agents finished, which is dependency order:
+// an atom starts only once its dependencies are merged), and so is each
+// verification of the base case (judge included).
 // Its clock is workflow.Now, its waits are timers and selectors, and
 // nothing depends on the order of a map, so it replays deterministically.
 
