@@ -35,13 +35,17 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 		return MergeBatchResult{}, err
 	}
 	for try := 1; ; try++ {
-		tip := c.remoteBranch(ctx, in.Base)
+		branches, err := c.fetchedBranches(ctx)
+		if err != nil {
+			return MergeBatchResult{}, err
+		}
+		tip := branches[in.Base]
 		if tip == "" {
 			return MergeBatchResult{}, nonRetryable(fmt.Errorf("%s has no branch %s", in.Repo, in.Base))
 		}
 		works := make([]string, len(in.Atoms))
 		for i, m := range in.Atoms {
-			works[i] = c.remoteBranch(ctx, m.Branch)
+			works[i] = branches[m.Branch]
 		}
 		res, pushed, err := c.mergeBatch(ctx, in, tip, works)
 		if err != nil || pushed {
@@ -52,9 +56,13 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 		if err := c.fetch(ctx); err != nil {
 			return MergeBatchResult{}, err
 		}
-		moved := c.remoteBranch(ctx, in.Base) != tip
+		now, err := c.fetchedBranches(ctx)
+		if err != nil {
+			return MergeBatchResult{}, err
+		}
+		moved := now[in.Base] != tip
 		for i, m := range in.Atoms {
-			moved = moved || c.remoteBranch(ctx, m.Branch) != works[i]
+			moved = moved || now[m.Branch] != works[i]
 		}
 		if !moved {
 			return MergeBatchResult{}, fmt.Errorf("push %s to %s was refused, and no branch has moved", in.Base, in.Repo)
@@ -63,6 +71,23 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 			return MergeBatchResult{}, fmt.Errorf("push %s: the branches moved under %d merges in a row", in.Base, pushTries)
 		}
 	}
+}
+
+// fetchedBranches are the remote's branches as the clone last fetched
+// them, with their commits, read by one git process.
+func (c *clone) fetchedBranches(ctx context.Context) (map[string]string, error) {
+	out, err := workspace.Git(ctx, c.dir, "for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/origin/")
+	if err != nil {
+		return nil, err
+	}
+	branches := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		commit, ref, _ := strings.Cut(line, " ")
+		if name, ok := strings.CutPrefix(ref, "refs/remotes/origin/"); ok {
+			branches[name] = commit
+		}
+	}
+	return branches, nil
 }
 
 // mergeBatch merges the atoms' branches (at works; "" for a branch

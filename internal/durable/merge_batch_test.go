@@ -2,7 +2,10 @@ package durable
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,4 +91,47 @@ func TestMergeBatchMergesEachAtomOnceAndAConflictFailsOnlyItsAtom(t *testing.T) 
 		t.Errorf("F on the tip: %+v, %v", last, err)
 	}
 	noWorktrees(t, a)
+}
+
+// Two workers merging batches at once (as a retried batch beside a live
+// one would): the push that loses the race is merged again on the
+// winner's commit, and every atom lands once.
+func TestConcurrentMergeBatchesBothLand(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	w1, w2 := newActivities(t), newActivities(t)
+	var batches [2][]MergeAtom
+	for i, w := range []*Activities{w1, w2, w1, w2, w1, w2} {
+		id := "M" + strconv.Itoa(i)
+		batches[i%2] = append(batches[i%2], MergeAtom{Branch: pushed(t, w, repo, seed, id, `echo x > `+id+`.txt`), Atom: id, Attempt: 1})
+	}
+	var wg sync.WaitGroup
+	var errs [2]error
+	for i, w := range []*Activities{w1, w2} {
+		wg.Go(func() {
+			var r MergeBatchResult
+			r, errs[i] = w.MergeBatch(context.Background(), MergeBatchInput{Repo: repo, Base: "main", Loop: "loop-1", Atoms: batches[i]})
+			for _, a := range r.Atoms {
+				if a.Conflict || a.Error != "" {
+					errs[i] = fmt.Errorf("%+v", r)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("batch %d: %v", i, err)
+		}
+	}
+	log := gitT(t, repo, "log", "--format=%B", "main")
+	for i := range 6 {
+		if n := strings.Count(log, "Aot-Atom: M"+strconv.Itoa(i)+"\n"); n != 1 {
+			t.Errorf("atom M%d merged %d times", i, n)
+		}
+	}
+	for _, b := range append(batches[0], batches[1]...) {
+		if branchOf(t, repo, b.Branch) != "" {
+			t.Errorf("branch %s is still on the remote", b.Branch)
+		}
+	}
 }
