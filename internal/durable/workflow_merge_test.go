@@ -14,6 +14,18 @@ import (
 	"github.com/aot-loop/aot/internal/state"
 )
 
+// attemptOn is the worker's attempt that pushes to branch.
+func (w *world) attemptOn(branch string) AttemptInput {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, in := range w.attempts {
+		if in.Branch == branch {
+			return in
+		}
+	}
+	return AttemptInput{}
+}
+
 // mergeBatch merges each atom as merge does, and records the batch.
 func (w *world) mergeBatch(ctx context.Context, in MergeBatchInput) (MergeBatchResult, error) {
 	var res MergeBatchResult
@@ -55,13 +67,7 @@ func TestWorkflowMergesAttemptsThatFinishTogetherInOneActivity(t *testing.T) {
 	if diff := cmp.Diff([]string{"A", "B", "D", "C"}, w.merges); diff != "" {
 		t.Errorf("merges (-want +got):\n%s", diff)
 	}
-	var c2 AttemptInput
-	for _, in := range w.attempts {
-		if in.Branch == "aot/loop-1/C-2" {
-			c2 = in
-		}
-	}
-	if c2.BaseCommit != "head-3" || !strings.Contains(c2.Task.LastFailure, "conflict") {
+	if c2 := w.attemptOn("aot/loop-1/C-2"); c2.BaseCommit != "head-3" || !strings.Contains(c2.Task.LastFailure, "conflict") {
 		t.Errorf("C's second attempt: base %q, last failure %q", c2.BaseCommit, c2.Task.LastFailure)
 	}
 	s, _ := r.final(t)

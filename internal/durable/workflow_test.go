@@ -288,13 +288,7 @@ func TestWorkflowMergeConflictRetriesOnTheNewHead(t *testing.T) {
 	r := newRun(t, w)
 	out := r.execute(t, input(loopState(state.Constraints{MaxParallelAgents: 1}, []state.Atom{atom("A"), atom("B")}, nil)))
 	wantReason(t, out, engine.Completed)
-	var b2 AttemptInput
-	for _, in := range w.attempts {
-		if in.Branch == "aot/loop-1/B-2" {
-			b2 = in
-		}
-	}
-	if b2.BaseCommit != "head-1" || !strings.Contains(b2.Task.LastFailure, "conflict: ") {
+	if b2 := w.attemptOn("aot/loop-1/B-2"); b2.BaseCommit != "head-1" || !strings.Contains(b2.Task.LastFailure, "conflict: ") {
 		t.Errorf("B's second attempt: base %q, last failure %q", b2.BaseCommit, b2.Task.LastFailure)
 	}
 }
