@@ -69,6 +69,7 @@ func (a *Activities) dirsFor(loop, stateFile string) AgentDirs {
 func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Attempt, activity.RegisterOptions{Name: AttemptActivity})
 	r.RegisterActivityWithOptions(a.Merge, activity.RegisterOptions{Name: MergeActivity})
+	r.RegisterActivityWithOptions(a.MergeBatch, activity.RegisterOptions{Name: MergeBatchActivity})
 	r.RegisterActivityWithOptions(a.Verify, activity.RegisterOptions{Name: VerifyActivity})
 	r.RegisterActivityWithOptions(a.Clean, activity.RegisterOptions{Name: CleanActivity})
 }

@@ -16,54 +16,118 @@ import (
 )
 
 // The Temporal path's cost per atom against the local engine on the same
-// work graph: 24 independent atoms whose agent writes one file (so every
-// atom is a worktree, a commit and a merge on both paths), through a dev
-// server with 1, 2 and 4 workers, beside engine.Run with git worktrees.
+// work graph: independent atoms whose agent writes one file (so every atom
+// is a worktree, a commit and a merge on both paths), through a dev server
+// with in-process workers, beside engine.Run with git worktrees.
 //
-//	AOT_REQUIRE_TEMPORAL=1 go test -run '^$' -bench Loop -benchtime 1x ./internal/durable/
+//	AOT_REQUIRE_TEMPORAL=1 go test -run '^$' -bench 'Loop(LocalEngine|Temporal)$' -benchtime 1x ./internal/durable/
+//	AOT_REQUIRE_TEMPORAL=1 go test -run '^$' -bench LoopAgainstLocal -benchtime 3x -timeout 30m ./internal/durable/
 
 const benchAtoms = 24
 
-func benchState() *state.State {
+func benchState(n, parallel int) *state.State {
 	var atoms []state.Atom
 	check := "true"
-	for i := range benchAtoms {
-		id := fmt.Sprintf("A%02d", i)
+	for i := range n {
+		id := fmt.Sprintf("A%03d", i)
 		atoms = append(atoms, state.Atom{ID: id, Description: "write " + id + ".txt"})
 		check += " && test -f " + id + ".txt"
 	}
 	s := state.New(state.Objective{Goal: "files", BackgroundIntent: "b", Deliverables: "d", DefinitionOfDone: "c",
 		BaseCase:    &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: check}},
-		Constraints: state.Constraints{MaxIterations: 100, MaxParallelAgents: 4, MaxStallCount: 5}}, atoms, "files")
+		Constraints: state.Constraints{MaxIterations: 100, MaxParallelAgents: parallel, MaxStallCount: 5}}, atoms, "files")
 	return s
 }
 
 const benchAgent = `echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "ok"}'`
 
-func BenchmarkLoopLocalEngine(b *testing.B) {
-	for b.Loop() {
-		b.StopTimer()
-		repo, _ := newRemote(b, map[string]string{})
-		dir := filepath.Join(b.TempDir(), "work")
-		gitT(b, filepath.Dir(dir), "clone", "-q", repo, dir)
-		sf := filepath.Join(dir, ".claude", "aot-loop-state.md")
-		if err := state.NewStore(sf).Create(benchState(), false); err != nil {
-			b.Fatal(err)
+// localLoop runs n atoms with the local engine, parallel agents at once,
+// and returns how long the loop took.
+func localLoop(b *testing.B, n, parallel int) time.Duration {
+	b.Helper()
+	repo, _ := newRemote(b, map[string]string{})
+	dir := filepath.Join(b.TempDir(), "work")
+	gitT(b, filepath.Dir(dir), "clone", "-q", repo, dir)
+	sf := filepath.Join(dir, ".claude", "aot-loop-state.md")
+	if err := state.NewStore(sf).Create(benchState(n, parallel), false); err != nil {
+		b.Fatal(err)
+	}
+	gitT(b, dir, "add", "-A")
+	gitT(b, dir, "commit", "-q", "-m", "loop")
+	ag, err := backend.New(backend.Config{Spec: backend.Spec{Agent: "exec", Command: benchAgent}}, backend.Env{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	out, err := engine.Run(context.Background(), engine.Options{StateFile: sf, Agent: ag, MaxParallel: parallel, Isolation: engine.IsolationWorktree})
+	if err != nil || out.Reason != engine.Completed {
+		b.Fatalf("%+v %v", out, err)
+	}
+	return time.Since(start)
+}
+
+// benchWorkers starts in-process workers polling queue until the
+// benchmark ends.
+func benchWorkers(b *testing.B, addr, queue string, workers int) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var clients []client.Client
+	done := make(chan error, workers)
+	b.Cleanup(func() {
+		cancel()
+		for range clients {
+			<-done
 		}
-		gitT(b, dir, "add", "-A")
-		gitT(b, dir, "commit", "-q", "-m", "loop")
-		ag, err := backend.New(backend.Config{Spec: backend.Spec{Agent: "exec", Command: benchAgent}}, backend.Env{})
+		for _, c := range clients {
+			c.Close()
+		}
+	})
+	for w := range workers {
+		c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.StartTimer()
-		start := time.Now()
-		out, err := engine.Run(context.Background(), engine.Options{StateFile: sf, Agent: ag, MaxParallel: 4, Isolation: engine.IsolationWorktree})
-		if err != nil || out.Reason != engine.Completed {
-			b.Fatalf("%+v %v", out, err)
-		}
-		b.ReportMetric(float64(time.Since(start).Milliseconds())/benchAtoms, "ms/atom")
-		b.ReportMetric(benchAtoms/time.Since(start).Seconds(), "atoms/s")
+		clients = append(clients, c)
+		go func() {
+			done <- RunWorker(ctx, WorkerOptions{Client: c, TaskQueue: queue, CacheDir: b.TempDir(), Identity: fmt.Sprint("w", w),
+				NewAgent: func(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error) {
+					return backend.New(backend.Config{Spec: backend.Spec{Agent: "exec", Command: ch.Command}}, backend.Env{})
+				}, Grace: time.Second})
+		}()
+	}
+}
+
+// temporalLoop runs n atoms as a loop workflow on queue, parallel agents
+// at once, and returns how long the loop took.
+func temporalLoop(b *testing.B, c client.Client, queue string, n, parallel int) time.Duration {
+	b.Helper()
+	repo, seed := newRemote(b, map[string]string{})
+	id := fmt.Sprintf("bench-%s-%d", queue, time.Now().UnixNano())
+	gitT(b, repo, "branch", "integration/"+id, seed)
+	s := benchState(n, parallel)
+	s.Control.Status = state.ControlRunning
+	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: "integration/" + id, BaseCommit: seed,
+		Agent: AgentChoice{Agent: "exec", Command: benchAgent}, MaxParallel: parallel, AgentTimeout: time.Minute}
+	start := time.Now()
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue}, WorkflowName, in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out Outcome
+	if err := run.Get(context.Background(), &out); err != nil || out.Reason != string(engine.Completed) {
+		b.Fatalf("%+v %v", out, err)
+	}
+	return time.Since(start)
+}
+
+func perAtom(d time.Duration, n int) float64 { return float64(d.Milliseconds()) / float64(n) }
+
+func BenchmarkLoopLocalEngine(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		d := localLoop(b, benchAtoms, 4)
+		b.ReportMetric(perAtom(d, benchAtoms), "ms/atom")
+		b.ReportMetric(benchAtoms/d.Seconds(), "atoms/s")
 	}
 }
 
@@ -71,46 +135,48 @@ func BenchmarkLoopTemporal(b *testing.B) {
 	for _, workers := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			addr := devServer(b)
+			queue := fmt.Sprintf("bench-%d-%d", workers, time.Now().UnixNano())
+			benchWorkers(b, addr, queue, workers)
+			c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
 			for b.Loop() {
 				b.StopTimer()
-				queue := fmt.Sprintf("bench-%d-%d", workers, time.Now().UnixNano())
-				ctx, cancel := context.WithCancel(context.Background())
-				for w := range workers {
-					c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
-					if err != nil {
-						b.Fatal(err)
-					}
-					go RunWorker(ctx, WorkerOptions{Client: c, TaskQueue: queue, CacheDir: b.TempDir(), Identity: fmt.Sprint("w", w),
-						NewAgent: func(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error) {
-							return backend.New(backend.Config{Spec: backend.Spec{Agent: "exec", Command: ch.Command}}, backend.Env{})
-						}, MaxActivities: 4, Grace: time.Second})
-				}
-				repo, seed := newRemote(b, map[string]string{})
-				c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
-				if err != nil {
-					b.Fatal(err)
-				}
-				id := "bench-" + queue
-				gitT(b, repo, "branch", "integration/"+id, seed)
-				s := benchState()
-				s.Control.Status = state.ControlRunning
-				in := LoopInput{State: state.Marshal(s), Repo: repo, Base: "integration/" + id, BaseCommit: seed,
-					Agent: AgentChoice{Agent: "exec", Command: benchAgent}, MaxParallel: 4 * workers, AgentTimeout: time.Minute}
-				b.StartTimer()
-				start := time.Now()
-				run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue}, WorkflowName, in)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var out Outcome
-				if err := run.Get(context.Background(), &out); err != nil || out.Reason != string(engine.Completed) {
-					b.Fatalf("%+v %v", out, err)
-				}
-				b.ReportMetric(float64(time.Since(start).Milliseconds())/benchAtoms, "ms/atom")
-				b.ReportMetric(benchAtoms/time.Since(start).Seconds(), "atoms/s")
-				cancel()
-				c.Close()
+				d := temporalLoop(b, c, queue, benchAtoms, 4*workers)
+				b.ReportMetric(perAtom(d, benchAtoms), "ms/atom")
+				b.ReportMetric(benchAtoms/d.Seconds(), "atoms/s")
 			}
 		})
 	}
+}
+
+// BenchmarkLoopAgainstLocal is issue #23's throughput target: 200
+// independent atoms, 4 agents at once, on two workers against the local
+// engine, each round both loops one after the other in the same process.
+// ratio is the Temporal loop's time over the local one's.
+func BenchmarkLoopAgainstLocal(b *testing.B) {
+	const atoms, parallel = 200, 4
+	addr := devServer(b)
+	queue := fmt.Sprintf("bench-vs-%d", time.Now().UnixNano())
+	benchWorkers(b, addr, queue, 2)
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	var local, durable time.Duration
+	rounds := 0
+	for b.Loop() {
+		b.StopTimer()
+		l := localLoop(b, atoms, parallel)
+		d := temporalLoop(b, c, queue, atoms, parallel)
+		b.Logf("round %d: local %s, temporal %s, ratio %.2fx", rounds+1, l.Round(time.Millisecond), d.Round(time.Millisecond), d.Seconds()/l.Seconds())
+		local, durable, rounds = local+l, durable+d, rounds+1
+		b.StartTimer()
+	}
+	b.ReportMetric(perAtom(local/time.Duration(rounds), atoms), "local-ms/atom")
+	b.ReportMetric(perAtom(durable/time.Duration(rounds), atoms), "temporal-ms/atom")
+	b.ReportMetric(durable.Seconds()/local.Seconds(), "ratio")
 }

@@ -16,17 +16,20 @@ import (
 
 // Names registered with Temporal.
 const (
-	WorkflowName     = "aot.Loop"
-	AttemptActivity  = "aot.Attempt"
-	MergeActivity    = "aot.Merge"
-	VerifyActivity   = "aot.Verify"
-	CleanActivity    = "aot.Clean"
-	DefaultTaskQueue = "aot"
-	SignalPause      = "pause"
-	SignalResume     = "resume"
-	SignalStop       = "stop" // the reason of an aot stop, sent before the cancellation
-	UpdateRedirect   = "redirect"
-	QueryStatus      = "status"
+	WorkflowName    = "aot.Loop"
+	AttemptActivity = "aot.Attempt"
+	MergeActivity   = "aot.Merge"
+	// MergeBatchActivity merges several atoms' branches in one activity
+	// (workflows from the "merge-batch" version on).
+	MergeBatchActivity = "aot.MergeBatch"
+	VerifyActivity     = "aot.Verify"
+	CleanActivity      = "aot.Clean"
+	DefaultTaskQueue   = "aot"
+	SignalPause        = "pause"
+	SignalResume       = "resume"
+	SignalStop         = "stop" // the reason of an aot stop, sent before the cancellation
+	UpdateRedirect     = "redirect"
+	QueryStatus        = "status"
 )
 
 // LoopInput starts (or continues as new) a loop workflow.
@@ -183,6 +186,37 @@ type MergeResult struct {
 	Commit   string   `json:"commit"`
 	Conflict bool     `json:"conflict"`
 	Files    []string `json:"files,omitempty"`
+	// Error, in a MergeBatchResult, is why this atom's merge failed (its
+	// branch is gone and nothing merged it); the others' stand.
+	Error string `json:"error,omitempty"`
+}
+
+// MergeBatchInput merges several atoms' branches into the integration
+// branch, in the order of Atoms, in one activity.
+type MergeBatchInput struct {
+	Repo string `json:"repo"`
+	Base string `json:"base"`
+	Loop string `json:"loop"`
+	// Project and StateFile, as in MergeInput.
+	Project   string      `json:"project,omitempty"`
+	StateFile string      `json:"state_file,omitempty"`
+	Atoms     []MergeAtom `json:"atoms"`
+}
+
+// MergeAtom is one atom's branch in a MergeBatchInput.
+type MergeAtom struct {
+	Branch  string `json:"branch"`
+	Atom    string `json:"atom"`
+	Attempt int    `json:"attempt"`
+	Message string `json:"message,omitempty"`
+}
+
+// MergeBatchResult is the integration branch after the batch (Commit) and
+// one result per atom, in the input's order: the commit that merged it,
+// or a conflict, or an error.
+type MergeBatchResult struct {
+	Commit string        `json:"commit"`
+	Atoms  []MergeResult `json:"atoms"`
 }
 
 // CleanInput deletes the branches of Repo whose names start with Prefix,

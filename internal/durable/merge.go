@@ -139,19 +139,35 @@ const mergeLookback = 500
 // mergedAs finds the commit that merged in's attempt into the branch at
 // tip, by the trailers workspace gives it; "" when there is none.
 func (c *clone) mergedAs(ctx context.Context, in MergeInput, tip string) (string, error) {
+	found, err := c.mergedCommits(ctx, tip)
+	return found[mergeTrailers(in)], err
+}
+
+// mergedCommits maps the trailers of the last mergeLookback commits on
+// tip's first-parent line to their commits.
+func (c *clone) mergedCommits(ctx context.Context, tip string) (map[string]string, error) {
 	out, err := workspace.Git(ctx, c.dir, "log", "-z", "--first-parent", "-n", strconv.Itoa(mergeLookback), "--format=%H%n%B", tip)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	want := workspace.CommitMessage("x", in.Loop, in.Atom, in.Attempt)
-	_, trailers, _ := strings.Cut(want, "\n\n")
+	found := map[string]string{}
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		id, body, _ := strings.Cut(strings.TrimPrefix(string(rec), "\n"), "\n")
-		if id != "" && strings.HasSuffix(strings.TrimSpace(body)+"\n", trailers) {
-			return id, nil
+		body = strings.TrimSpace(body) + "\n"
+		// The trailers are the message's last paragraph.
+		if i := strings.LastIndex(body, "\n\n"); id != "" && i >= 0 {
+			if _, ok := found[body[i+2:]]; !ok {
+				found[body[i+2:]] = id
+			}
 		}
 	}
-	return "", nil
+	return found, nil
+}
+
+// mergeTrailers are the trailers of the commit that merges in's attempt.
+func mergeTrailers(in MergeInput) string {
+	_, trailers, _ := strings.Cut(workspace.CommitMessage("x", in.Loop, in.Atom, in.Attempt), "\n\n")
+	return trailers
 }
 
 // Verify runs the state's base case in a checkout of in.Commit, in the

@@ -132,6 +132,22 @@ func (a *meteredActivity) ExecuteActivity(ctx context.Context, in *interceptor.E
 			}
 		}
 		a.m.merges.WithLabelValues(outcome).Inc()
+	case MergeBatchActivity:
+		r, ok := out.(MergeBatchResult)
+		if err != nil || !ok {
+			a.m.merges.WithLabelValues("error").Inc()
+			break
+		}
+		for _, m := range r.Atoms {
+			outcome := "merged"
+			switch {
+			case m.Error != "":
+				outcome = "error"
+			case m.Conflict:
+				outcome = "conflict"
+			}
+			a.m.merges.WithLabelValues(outcome).Inc()
+		}
 	case VerifyActivity:
 		outcome := "error"
 		if r, ok := out.(VerifyResult); ok && err == nil {

@@ -23,10 +23,11 @@ import (
 // The workflow drives the local engine's own decisions (engine.Core: the
 // same code aot run executes) and carries out their effects the Temporal
 // way: each agent attempt (worker, probe, planner) is an activity on an aot
-// worker, the merge of a worker's branch into the integration branch is an
-// activity of its own (one at a time, in the order the agents finished,
-// which is dependency order: an atom starts only once its dependencies are
-// merged), and so is each verification of the base case (judge included).
+// worker, the merges of workers' branches into the integration branch are
+// activities of their own (one under way at a time, merging every success
+// that waits, in the order the agents finished, which is dependency order:
+// an atom starts only once its dependencies are merged), and so is each
+// verification of the base case (judge included).
 // Its clock is workflow.Now, its waits are timers and selectors, and
 // nothing depends on the order of a map, so it replays deterministically.
 
@@ -69,8 +70,9 @@ type loop struct {
 	head string
 
 	tasks    map[int]*attempt
-	merges   []int // attempts waiting for their merge, in the order their agents finished
-	merging  *attempt
+	merges   []int      // attempts waiting for their merge, in the order their agents finished
+	merging  *attempt   // the merge under way, one at a time (workflows before "merge-batch")
+	batch    []*attempt // the merges under way in one MergeBatch activity
 	mergeF   workflow.Future
 	finished int // activities finished in this run
 
@@ -336,11 +338,11 @@ func (l *loop) Drain() {
 			l.attemptEnded(t)
 			continue
 		}
-		if t != l.merging {
+		if t != l.merging && !slices.Contains(l.batch, t) {
 			l.done(t, engine.Finished{Err: &agent.AttemptError{Kind: agent.KindCancelled, Reason: "cancelled before its merge"}})
 		}
 	}
-	if l.merging != nil && l.merging.discarded {
+	if l.merging != nil && l.merging.discarded || slices.ContainsFunc(l.batch, func(t *attempt) bool { return t.discarded }) {
 		l.mergeEnded()
 	}
 }
@@ -450,8 +452,16 @@ func (l *loop) done(t *attempt, f engine.Finished) {
 	l.decide(func() { l.core.Finish(t.ID, f) })
 }
 
-// startMerge merges the next successful attempt's branch, one at a time.
+// startMerge merges the successful attempts' branches: all those waiting
+// in one MergeBatch activity, or (workflows started before batches) the
+// next one alone.
 func (l *loop) startMerge() {
+	if len(l.merges) > 0 && l.batched() {
+		if l.mergeF == nil {
+			l.startBatch()
+		}
+		return
+	}
 	for l.merging == nil && len(l.merges) > 0 {
 		t := l.tasks[l.merges[0]]
 		l.merges = l.merges[1:]
@@ -473,6 +483,10 @@ func (l *loop) startMerge() {
 // for the Core (a conflict fails the attempt; it is re-run on the new
 // head).
 func (l *loop) mergeEnded() {
+	if l.batch != nil {
+		l.batchEnded()
+		return
+	}
 	t := l.merging
 	var m MergeResult
 	err := l.mergeF.Get(l.ctx, &m)
@@ -534,7 +548,7 @@ func (l *loop) finish(out engine.Outcome) Outcome {
 	l.disconnect()
 	if out.Reason != engine.ManualStop {
 		l.landMerges()
-	} else if l.merging != nil {
+	} else if l.mergeF != nil {
 		l.mergeEnded()
 	}
 	out = l.core.End(out, "the merged work is on branch "+l.in.Base+" of "+l.in.Repo)

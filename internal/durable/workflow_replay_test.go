@@ -29,8 +29,10 @@ const historyDir = "testdata/history"
 // recordedAs names the histories TestWorkflowRecordHistory writes: the
 // workflow's latest change of commands (loop-run*.json are from before
 // the atoms' branches were deleted at the end, clean-branches-run*.json
-// from before activity ids named atom and attempt).
-const recordedAs = "activity-ids"
+// from before activity ids named atom and attempt, activity-ids-run*.json
+// from before merges were batched, merge-batch-run*.json from before both
+// were in one workflow).
+const recordedAs = "batched-named"
 
 func TestWorkflowReplaysRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))
@@ -81,6 +83,7 @@ func TestWorkflowRecordHistory(t *testing.T) {
 	RegisterWorkflow(wk)
 	wk.RegisterActivityWithOptions(w.attempt, activity.RegisterOptions{Name: AttemptActivity})
 	wk.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: MergeActivity})
+	wk.RegisterActivityWithOptions(w.mergeBatch, activity.RegisterOptions{Name: MergeBatchActivity})
 	wk.RegisterActivityWithOptions(w.verify, activity.RegisterOptions{Name: VerifyActivity})
 	wk.RegisterActivityWithOptions(w.clean, activity.RegisterOptions{Name: CleanActivity})
 	if err := wk.Start(); err != nil {

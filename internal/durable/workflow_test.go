@@ -44,6 +44,7 @@ type world struct {
 	conflict func(in MergeInput) bool
 	passed   bool
 	cleaned  []CleanInput // the loop's branch cleanups
+	batches  [][]string   // the atoms of each MergeBatch, as atom#attempt
 }
 
 func newWorld() *world { return &world{passed: true} }
@@ -134,6 +135,7 @@ func (w *world) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(Loop, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(w.attempt, activity.RegisterOptions{Name: AttemptActivity})
 	env.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: MergeActivity})
+	env.RegisterActivityWithOptions(w.mergeBatch, activity.RegisterOptions{Name: MergeBatchActivity})
 	env.RegisterActivityWithOptions(w.verify, activity.RegisterOptions{Name: VerifyActivity})
 	env.RegisterActivityWithOptions(w.clean, activity.RegisterOptions{Name: CleanActivity})
 }
@@ -286,13 +288,7 @@ func TestWorkflowMergeConflictRetriesOnTheNewHead(t *testing.T) {
 	r := newRun(t, w)
 	out := r.execute(t, input(loopState(state.Constraints{MaxParallelAgents: 1}, []state.Atom{atom("A"), atom("B")}, nil)))
 	wantReason(t, out, engine.Completed)
-	var b2 AttemptInput
-	for _, in := range w.attempts {
-		if in.Branch == "aot/loop-1/B-2" {
-			b2 = in
-		}
-	}
-	if b2.BaseCommit != "head-1" || !strings.Contains(b2.Task.LastFailure, "conflict: ") {
+	if b2 := w.attemptOn("aot/loop-1/B-2"); b2.BaseCommit != "head-1" || !strings.Contains(b2.Task.LastFailure, "conflict: ") {
 		t.Errorf("B's second attempt: base %q, last failure %q", b2.BaseCommit, b2.Task.LastFailure)
 	}
 }

@@ -1,0 +1,85 @@
+package durable
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/workspace"
+)
+
+// mergeBatchMax bounds the atoms one MergeBatch activity merges (its input
+// carries their summaries).
+const mergeBatchMax = 64
+
+// batched reports whether this workflow merges in batches: those started
+// before the "merge-batch" version merge one branch at a time, and replay
+// so.
+func (l *loop) batched() bool {
+	return workflow.GetVersion(l.ctx, "merge-batch", workflow.DefaultVersion, 1) >= 1
+}
+
+// startBatch merges the attempts waiting for their merge, in the order
+// their agents finished, in one MergeBatch activity; a cancelled one is
+// dropped.
+func (l *loop) startBatch() {
+	in := MergeBatchInput{Repo: l.in.Repo, Base: l.in.Base, Loop: l.id, Project: l.in.Project, StateFile: l.in.StateFile}
+	var rest []int
+	for _, id := range l.merges {
+		t := l.tasks[id]
+		switch {
+		case t == nil:
+		case t.discarded:
+			l.done(t, engine.Finished{Err: &agent.AttemptError{Kind: agent.KindCancelled, Reason: "cancelled before its merge"}})
+		case len(l.batch) == mergeBatchMax:
+			rest = append(rest, id)
+		default:
+			l.batch = append(l.batch, t)
+			in.Atoms = append(in.Atoms, MergeAtom{Branch: t.branch, Atom: t.Atom, Attempt: t.N, Message: t.res.Result.Summary})
+		}
+	}
+	l.merges = rest
+	if len(l.batch) > 0 {
+		// merge/A/1, or merge/A/1+3 for A's and three more atoms'.
+		first := l.batch[0]
+		id := fmt.Sprintf("merge/%s/%d", first.Atom, first.N)
+		if more := len(l.batch) - 1; more > 0 {
+			id += fmt.Sprintf("+%d", more)
+		}
+		l.mergeF = workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, named(mergeOptions(), l.activityID(id))), MergeBatchActivity, in)
+	}
+}
+
+// batchEnded takes a MergeBatch's result: the new head, and each
+// attempt's end for the Core, in the batch's order (a conflict fails that
+// attempt alone; it is re-run on the new head).
+func (l *loop) batchEnded() {
+	batch := l.batch
+	var m MergeBatchResult
+	err := l.mergeF.Get(l.ctx, &m)
+	l.batch, l.mergeF = nil, nil
+	l.finished++
+	if err == nil && m.Commit != "" {
+		l.head = m.Commit
+	}
+	for i, t := range batch {
+		var r MergeResult
+		switch {
+		case err != nil:
+			r.Error = err.Error()
+		case i < len(m.Atoms):
+			r = m.Atoms[i]
+		default:
+			r.Error = "the merge gave no result for this atom"
+		}
+		if r.Error != "" {
+			l.done(t, engine.Finished{Err: &agent.AttemptError{Kind: agent.KindCrash, Reason: "merge: " + dag.OneLine(r.Error, 400), Usage: t.res.Result.Usage}})
+			continue
+		}
+		l.done(t, engine.Finished{Result: t.res.Result, Merge: &workspace.Merge{Commit: r.Commit, Conflict: r.Conflict, ConflictFiles: r.Files,
+			Changed: t.res.Files, Unclaimed: t.res.Unclaimed, Missing: t.res.Missing}})
+	}
+}
