@@ -33,10 +33,17 @@ type Env struct {
 // Factory makes a backend's agent from its settings.
 type Factory func(s Spec, env Env) (agent.Agent, error)
 
-var factories = map[string]Factory{}
-
-// register adds a backend; each backend's file registers itself.
-func register(name string, f Factory) { factories[name] = f }
+// factories are the backends by name. A plain table, not registration from
+// each file's init: what a binary links is what this table names, and the
+// two HTTP backends are small net/http clients (llm_http.go).
+var factories = map[string]Factory{
+	"anthropic": newAnthropic,
+	"claude":    newClaude,
+	"codex":     newCodex,
+	"exec":      newExec,
+	"gemini":    newGemini,
+	"openai":    newOpenAI,
+}
 
 // Names lists the known backends.
 func Names() []string {

@@ -17,14 +17,12 @@ import (
 	"github.com/aot-loop/aot/internal/prompt"
 )
 
-func init() {
-	register("claude", func(s Spec, env Env) (agent.Agent, error) {
-		bin := s.Bin
-		if bin == "" {
-			bin = "claude"
-		}
-		return &Claude{Bin: bin, Model: s.Model, Args: s.Args, Prompts: env.Prompts, Timeout: env.Timeout, Log: env.Log, Getenv: env.Getenv}, nil
-	})
+func newClaude(s Spec, env Env) (agent.Agent, error) {
+	bin := s.Bin
+	if bin == "" {
+		bin = "claude"
+	}
+	return &Claude{Bin: bin, Model: s.Model, Args: s.Args, Prompts: env.Prompts, Timeout: env.Timeout, Log: env.Log, Getenv: env.Getenv}, nil
 }
 
 // Claude drives Claude Code headless: `claude -p` with the prompt on stdin,

@@ -17,14 +17,12 @@ import (
 	"github.com/aot-loop/aot/internal/prompt"
 )
 
-func init() {
-	register("codex", func(s Spec, env Env) (agent.Agent, error) {
-		bin := s.Bin
-		if bin == "" {
-			bin = "codex"
-		}
-		return &Codex{Bin: bin, Model: s.Model, Args: s.Args, env: env}, nil
-	})
+func newCodex(s Spec, env Env) (agent.Agent, error) {
+	bin := s.Bin
+	if bin == "" {
+		bin = "codex"
+	}
+	return &Codex{Bin: bin, Model: s.Model, Args: s.Args, env: env}, nil
 }
 
 // Codex drives OpenAI's Codex CLI headless: `codex exec --json`, the

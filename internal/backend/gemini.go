@@ -19,14 +19,12 @@ import (
 	"github.com/aot-loop/aot/internal/prompt"
 )
 
-func init() {
-	register("gemini", func(s Spec, env Env) (agent.Agent, error) {
-		bin := s.Bin
-		if bin == "" {
-			bin = "gemini"
-		}
-		return &Gemini{Bin: bin, Model: s.Model, Args: s.Args, Prompts: env.Prompts, Timeout: env.Timeout, Log: env.Log}, nil
-	})
+func newGemini(s Spec, env Env) (agent.Agent, error) {
+	bin := s.Bin
+	if bin == "" {
+		bin = "gemini"
+	}
+	return &Gemini{Bin: bin, Model: s.Model, Args: s.Args, Prompts: env.Prompts, Timeout: env.Timeout, Log: env.Log}, nil
 }
 
 // Gemini runs Gemini CLI headless: the prompt on stdin (`-p ""` appends
