@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
@@ -94,4 +96,11 @@ func (b *ByRole) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		return agent.Result{}, &agent.AttemptError{Reason: fmt.Sprintf("no agent for the %s role", t.Role), Kind: agent.KindCrash}
 	}
 	return a.Run(ctx, t)
+}
+
+// lazyRegexp compiles pattern on first use, not when aot starts: every
+// command pays for what package initialisation does, and only a run with
+// that backend needs these.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }

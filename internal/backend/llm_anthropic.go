@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -111,7 +110,7 @@ func anthropicMessage(ctx context.Context, url string, h http.Header, model stri
 
 // regainAccess finds the reset time in the API's spend-limit message
 // ("You will regain access on 2025-07-01 at 00:00 UTC.").
-var regainAccess = regexp.MustCompile(`regain access on (\d{4}-\d{2}-\d{2}) at (\d{2}:\d{2}) UTC`)
+var regainAccess = lazyRegexp(`regain access on (\d{4}-\d{2}-\d{2}) at (\d{2}:\d{2}) UTC`)
 
 // anthropicFailure reduces an error status to an *apiFailure. Usage limits:
 // a subscription's rejected unified limit (429 with
@@ -151,7 +150,7 @@ func anthropicFailure(err error) error {
 		f.UsageLimit = true
 	case strings.Contains(msg, "usage limit"):
 		f.UsageLimit = true
-		if m := regainAccess.FindStringSubmatch(body.Error.Message); m != nil {
+		if m := regainAccess().FindStringSubmatch(body.Error.Message); m != nil {
 			if at, err := time.Parse("2006-01-02 15:04", m[1]+" "+m[2]); err == nil {
 				f.RetryAt = at.UTC().Format(time.RFC3339)
 			}
