@@ -13,7 +13,8 @@
 # first half resolved with bindings), then runs each command RUNS times on a
 # fresh copy of that file and prints a Markdown table: median and fastest
 # wall time, the median as a multiple of the read-the-file floor and (at
-# 1,000 atoms and below) of `aot version`, and the peak RSS of one more run
+# 1,000 atoms and below) of `aot version`, each run paired with a run of
+# those, and the peak RSS of one more run
 # (GNU time, when installed), also as a multiple of the file size. Targets
 # (docs/PERFORMANCE.md): `aot version` within 2x of a hello-world; a call at
 # 1,000 atoms within 2x of `aot version`; `aot state --json` at 100,000 atoms
@@ -61,11 +62,15 @@ time_us() {
 run_case() {
 	local n=$1 label=$2
 	shift 2
-	local src="$work/state-$n.md" file="$work/run.md" times=() floors=() rc=0
+	local src="$work/state-$n.md" file="$work/run.md" times=() floors=() versions=() rc=0
 	for ((r = 0; r < RUNS; r++)); do
 		cp "$src" "$file"
 		time_us "$floorbin" "$file"
 		floors+=("$took")
+		if [ "$n" -le 1000 ]; then
+			time_us "$aot" version
+			versions+=("$took")
+		fi
 		local t0=${EPOCHREALTIME/[.,]/}
 		"$aot" "$@" --state-file "$file" >"$work/out" 2>&1 || rc=$?
 		times+=($((${EPOCHREALTIME/[.,]/} - t0)))
@@ -81,7 +86,7 @@ run_case() {
 	min=$(printf '%s\n' "${times[@]}" | sort -n | head -1)
 	fmed=$(printf '%s\n' "${floors[@]}" | median)
 	if [ "$n" -le 1000 ]; then
-		vs_version=$(ratio "$med" "$version_us")
+		vs_version=$(ratio "$med" "$(printf '%s\n' "${versions[@]}" | median)")
 	fi
 	if [ -n "$gnutime" ]; then
 		cp "$src" "$file"
