@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
@@ -33,10 +35,17 @@ type Env struct {
 // Factory makes a backend's agent from its settings.
 type Factory func(s Spec, env Env) (agent.Agent, error)
 
-var factories = map[string]Factory{}
-
-// register adds a backend; each backend's file registers itself.
-func register(name string, f Factory) { factories[name] = f }
+// factories are the backends by name. A plain table, not registration from
+// each file's init: what a binary links is what this table names, and the
+// two HTTP backends are small net/http clients (llm_http.go).
+var factories = map[string]Factory{
+	"anthropic": newAnthropic,
+	"claude":    newClaude,
+	"codex":     newCodex,
+	"exec":      newExec,
+	"gemini":    newGemini,
+	"openai":    newOpenAI,
+}
 
 // Names lists the known backends.
 func Names() []string {
@@ -87,4 +96,11 @@ func (b *ByRole) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		return agent.Result{}, &agent.AttemptError{Reason: fmt.Sprintf("no agent for the %s role", t.Role), Kind: agent.KindCrash}
 	}
 	return a.Run(ctx, t)
+}
+
+// lazyRegexp compiles pattern on first use, not when aot starts: every
+// command pays for what package initialisation does, and only a run with
+// that backend needs these.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }

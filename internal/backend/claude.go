@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,14 +16,12 @@ import (
 	"github.com/aot-loop/aot/internal/prompt"
 )
 
-func init() {
-	register("claude", func(s Spec, env Env) (agent.Agent, error) {
-		bin := s.Bin
-		if bin == "" {
-			bin = "claude"
-		}
-		return &Claude{Bin: bin, Model: s.Model, Args: s.Args, Prompts: env.Prompts, Timeout: env.Timeout, Log: env.Log, Getenv: env.Getenv}, nil
-	})
+func newClaude(s Spec, env Env) (agent.Agent, error) {
+	bin := s.Bin
+	if bin == "" {
+		bin = "claude"
+	}
+	return &Claude{Bin: bin, Model: s.Model, Args: s.Args, Prompts: env.Prompts, Timeout: env.Timeout, Log: env.Log, Getenv: env.Getenv}, nil
 }
 
 // Claude drives Claude Code headless: `claude -p` with the prompt on stdin,
@@ -184,7 +181,7 @@ func (c *Claude) errorResult(r *claudeResult, st *claudeStream, usage agent.Usag
 		return agent.Result{UsageLimit: true, RetryAt: at, Usage: usage, Summary: text, ToolCalls: st.toolCalls}, nil
 	}
 	switch {
-	case r.APIErrorStatus == 429 || r.APIErrorStatus == 503 || r.APIErrorStatus == 529 || claudeRateLimitText.MatchString(text):
+	case r.APIErrorStatus == 429 || r.APIErrorStatus == 503 || r.APIErrorStatus == 529 || claudeRateLimitText().MatchString(text):
 		return agent.Result{}, &agent.AttemptError{Kind: agent.KindRateLimit, Usage: usage, RetryAfter: st.retryDelay(),
 			Reason: fmt.Sprintf("rate limited after %d retries by Claude Code: %s", st.retries, quoteText(text))}
 	}
@@ -197,28 +194,28 @@ func (c *Claude) errorResult(r *claudeResult, st *claudeStream, usage agent.Usag
 }
 
 var (
-	claudeRateLimitText = regexp.MustCompile(`(?i)API Error:?\s*(?:Request rejected \()?(429|503|529)\b|overloaded_error|rate_limit_error`)
+	claudeRateLimitText = lazyRegexp(`(?i)API Error:?\s*(?:Request rejected \()?(429|503|529)\b|overloaded_error|rate_limit_error`)
 	// What Claude Code prints when a subscription's quota is used up, or
 	// what the API says when an account's is: "Claude AI usage limit
 	// reached|1767225600", "5-hour limit reached ∙ resets 3pm", "You've hit
 	// your session limit · resets 3pm (Europe/Paris)", "credit balance is too
 	// low", "would exceed your account's rate limit".
-	claudeUsageLimitText = regexp.MustCompile(`(?i)usage limit reached|limit reached\s*[∙·•]\s*resets|you've hit your|you have hit your|out of usage|credit balance (?:is )?too low|spend limit|exceed your account's rate limit`)
-	claudeEpochReset     = regexp.MustCompile(`(?i)limit reached\|(\d{9,11})`)
-	claudeClockReset     = regexp.MustCompile(`(?i)resets\s+(?:at\s+)?(?:([A-Z][a-z]{2})\s+(\d{1,2}),?\s+(?:at\s+)?)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
+	claudeUsageLimitText = lazyRegexp(`(?i)usage limit reached|limit reached\s*[∙·•]\s*resets|you've hit your|you have hit your|out of usage|credit balance (?:is )?too low|spend limit|exceed your account's rate limit`)
+	claudeEpochReset     = lazyRegexp(`(?i)limit reached\|(\d{9,11})`)
+	claudeClockReset     = lazyRegexp(`(?i)resets\s+(?:at\s+)?(?:([A-Z][a-z]{2})\s+(\d{1,2}),?\s+(?:at\s+)?)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
 )
 
 // usageLimit reports whether text says a quota is used up, and when it
 // resets (RFC 3339) if it says.
 func (c *Claude) usageLimit(text string) (bool, string) {
-	if !claudeUsageLimitText.MatchString(text) {
+	if !claudeUsageLimitText().MatchString(text) {
 		return false, ""
 	}
-	if m := claudeEpochReset.FindStringSubmatch(text); m != nil {
+	if m := claudeEpochReset().FindStringSubmatch(text); m != nil {
 		sec, _ := strconv.ParseInt(m[1], 10, 64)
 		return true, time.Unix(sec, 0).UTC().Format(time.RFC3339)
 	}
-	if m := claudeClockReset.FindStringSubmatch(text); m != nil {
+	if m := claudeClockReset().FindStringSubmatch(text); m != nil {
 		now := time.Now
 		if c.Now != nil {
 			now = c.Now
@@ -319,7 +316,7 @@ type claudeEvent struct {
 // claudeRefusal is how Claude Code words a tool call its permission rules
 // refused ("Claude requested permissions to write to X, but you haven't
 // granted it yet", "... to edit X which is a sensitive file").
-var claudeRefusal = regexp.MustCompile(`^(?:Error: )?Claude requested permissions? to `)
+var claudeRefusal = lazyRegexp(`^(?:Error: )?Claude requested permissions? to `)
 
 // claudeRetry is a system/api_retry event: Claude Code will call the model
 // again after RetryDelayMS.
@@ -430,7 +427,7 @@ func (s *claudeStream) line(b []byte) {
 				continue
 			}
 			text := claudeText(c.Content)
-			if rejected[c.ToolUseID] || claudeRefusal.MatchString(text) {
+			if rejected[c.ToolUseID] || claudeRefusal().MatchString(text) {
 				call := s.calls[c.ToolUseID]
 				s.refuse(c.ToolUseID, call.Tool, call.Detail, text)
 			}

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,14 +16,12 @@ import (
 	"github.com/aot-loop/aot/internal/prompt"
 )
 
-func init() {
-	register("codex", func(s Spec, env Env) (agent.Agent, error) {
-		bin := s.Bin
-		if bin == "" {
-			bin = "codex"
-		}
-		return &Codex{Bin: bin, Model: s.Model, Args: s.Args, env: env}, nil
-	})
+func newCodex(s Spec, env Env) (agent.Agent, error) {
+	bin := s.Bin
+	if bin == "" {
+		bin = "codex"
+	}
+	return &Codex{Bin: bin, Model: s.Model, Args: s.Args, env: env}, nil
 }
 
 // Codex drives OpenAI's Codex CLI headless: `codex exec --json`, the
@@ -264,11 +261,11 @@ func (s *codexStream) item(it *codexItem, completed bool) {
 		s.refusals = append(s.refusals, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: "declined"})
 		s.activity(agent.Activity{Tool: a.Tool, Detail: a.Detail, Refused: true, Why: "declined"})
 	}
-	if completed && it.Type == "command_execution" && it.Status == "failed" && codexSandboxDenied.MatchString(it.Output) {
+	if completed && it.Type == "command_execution" && it.Status == "failed" && codexSandboxDenied().MatchString(it.Output) {
 		// The sandbox (workspace-write) kept the command from writing:
 		// the shell says so, codex does not.
 		cmd := oneLine(codexUnwrapShell(it.Command))
-		why := oneLine(codexSandboxDenied.FindString(it.Output))
+		why := oneLine(codexSandboxDenied().FindString(it.Output))
 		s.denials = append(s.denials, "Bash "+cmd+": "+why)
 		s.refusals = append(s.refusals, agent.Denial{Tool: "Bash", Path: cmd, Why: why})
 		s.activity(agent.Activity{Tool: "Bash", Detail: cmd, Refused: true, Why: why})
@@ -338,11 +335,11 @@ func codexUnwrapShell(cmd string) string {
 
 // codexSandboxDenied is what a shell command says when Codex's sandbox
 // kept it from writing.
-var codexSandboxDenied = regexp.MustCompile(`[^\n]*(?:Read-only file system|Operation not permitted)[^\n]*`)
+var codexSandboxDenied = lazyRegexp(`[^\n]*(?:Read-only file system|Operation not permitted)[^\n]*`)
 
 // codexPatchRejected is how Codex logs (on stderr) a file edit its sandbox or
 // approval policy refused; such edits never reach the JSON stream.
-var codexPatchRejected = regexp.MustCompile(`error=(patch rejected: [^;\n]+)`)
+var codexPatchRejected = lazyRegexp(`error=(patch rejected: [^;\n]+)`)
 
 // outcome classifies the run: a limit or an error Codex reported, the
 // process failing, or the final message as the role's answer.
@@ -369,7 +366,7 @@ func (s *codexStream) outcome(role agent.Role, pr ProcessResult) (agent.Result, 
 		f.Usage = s.usage
 		return agent.Result{}, f
 	}
-	for _, m := range codexPatchRejected.FindAllStringSubmatch(string(pr.Stderr), -1) {
+	for _, m := range codexPatchRejected().FindAllStringSubmatch(string(pr.Stderr), -1) {
 		why := strings.TrimPrefix(m[1], "patch rejected: ")
 		s.denials = append(s.denials, "apply_patch: "+why)
 		s.refusals = append(s.refusals, agent.Denial{Tool: "apply_patch", Why: oneLine(why)})
@@ -413,7 +410,7 @@ func codexUsageLimit(msg string, now time.Time) (bool, string) {
 	if !strings.Contains(low, "hit your usage limit") {
 		return false, ""
 	}
-	m := codexResetAt.FindStringSubmatch(msg)
+	m := codexResetAt().FindStringSubmatch(msg)
 	if m == nil {
 		return true, ""
 	}
@@ -437,7 +434,7 @@ func codexUsageLimit(msg string, now time.Time) (bool, string) {
 	return true, t.Format(time.RFC3339)
 }
 
-var codexResetAt = regexp.MustCompile(`(?i)try again at (?:([A-Z][a-z]{2} \d{1,2}(st|nd|rd|th), \d{4}) )?(\d{1,2}:\d{2} [AP]M)`)
+var codexResetAt = lazyRegexp(`(?i)try again at (?:([A-Z][a-z]{2} \d{1,2}(st|nd|rd|th), \d{4}) )?(\d{1,2}:\d{2} [AP]M)`)
 
 // rateLimited reports whether msg is an HTTP 429, an overload (500 "high
 // demand", 502, 503, 529) or a model at capacity, and how long the message
@@ -455,7 +452,7 @@ func codexRateLimited(msg string) (time.Duration, bool) {
 	if !hit {
 		return 0, false
 	}
-	if m := codexRetryIn.FindStringSubmatch(low); m != nil {
+	if m := codexRetryIn().FindStringSubmatch(low); m != nil {
 		if n, err := strconv.ParseFloat(m[1], 64); err == nil {
 			unit := time.Second
 			if m[2] == "ms" {
@@ -469,4 +466,4 @@ func codexRateLimited(msg string) (time.Duration, bool) {
 	return 0, true
 }
 
-var codexRetryIn = regexp.MustCompile(`try again in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?)\b`)
+var codexRetryIn = lazyRegexp(`try again in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?)\b`)

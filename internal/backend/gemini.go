@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,14 +18,12 @@ import (
 	"github.com/aot-loop/aot/internal/prompt"
 )
 
-func init() {
-	register("gemini", func(s Spec, env Env) (agent.Agent, error) {
-		bin := s.Bin
-		if bin == "" {
-			bin = "gemini"
-		}
-		return &Gemini{Bin: bin, Model: s.Model, Args: s.Args, Prompts: env.Prompts, Timeout: env.Timeout, Log: env.Log}, nil
-	})
+func newGemini(s Spec, env Env) (agent.Agent, error) {
+	bin := s.Bin
+	if bin == "" {
+		bin = "gemini"
+	}
+	return &Gemini{Bin: bin, Model: s.Model, Args: s.Args, Prompts: env.Prompts, Timeout: env.Timeout, Log: env.Log}, nil
 }
 
 // Gemini runs Gemini CLI headless: the prompt on stdin (`-p ""` appends
@@ -251,7 +248,7 @@ func (s *geminiStream) outcome(role agent.Role, res ProcessResult, watch *gemini
 		return s.apiError(r.message, res, usage)
 	}
 	if f := res.Failure(); f != nil {
-		if geminiQuota.MatchString(string(res.Stderr)) {
+		if geminiQuota().MatchString(string(res.Stderr)) {
 			return s.apiError(geminiHint(res.Stderr), res, usage)
 		}
 		if res.State != nil && res.Err == nil && res.WriteErr == nil {
@@ -300,7 +297,7 @@ func (s *geminiStream) apiError(msg string, res ProcessResult, usage agent.Usage
 	first := geminiLine(msg)
 	delay := geminiDelay(msg)
 	switch {
-	case geminiQuota.MatchString(msg) || delay > geminiMaxRetryDelay:
+	case geminiQuota().MatchString(msg) || delay > geminiMaxRetryDelay:
 		r := agent.Result{UsageLimit: true, Summary: first, Usage: usage}
 		switch {
 		case delay > 0:
@@ -309,7 +306,7 @@ func (s *geminiStream) apiError(msg string, res ProcessResult, usage agent.Usage
 			r.RetryAt = geminiQuotaReset(time.Now())
 		}
 		return r, nil
-	case delay > 0 || geminiRateLimit.MatchString(msg) || res.State != nil && slices.Contains([]int{429 & 0xff, 503 & 0xff, 529 & 0xff}, res.State.ExitCode()):
+	case delay > 0 || geminiRateLimit().MatchString(msg) || res.State != nil && slices.Contains([]int{429 & 0xff, 503 & 0xff, 529 & 0xff}, res.State.ExitCode()):
 		return agent.Result{}, &agent.AttemptError{Kind: agent.KindRateLimit, RetryAfter: delay, Usage: usage, Reason: "rate limited: " + first}
 	}
 	if first == "" {
@@ -325,18 +322,18 @@ const geminiMaxRetryDelay = 300 * time.Second
 var (
 	// geminiQuota matches Gemini CLI's terminal quota errors (a per-day
 	// quota, a plan's capacity or credits).
-	geminiQuota     = regexp.MustCompile(`(?i)daily quota|TerminalQuotaError|QUOTA_EXHAUSTED|INSUFFICIENT_G1_CREDITS|limit:\s*0\b`)
-	geminiRateLimit = regexp.MustCompile(`(?i)\b(429|503|529)\b|RESOURCE_EXHAUSTED|UNAVAILABLE|overloaded|rate limit|too many requests|try again later`)
-	geminiRetryIn   = regexp.MustCompile(`(?:Please retry in|Suggested retry after|"retryDelay":\s*")\s*([0-9.]+)(ms|s)`)
+	geminiQuota     = lazyRegexp(`(?i)daily quota|TerminalQuotaError|QUOTA_EXHAUSTED|INSUFFICIENT_G1_CREDITS|limit:\s*0\b`)
+	geminiRateLimit = lazyRegexp(`(?i)\b(429|503|529)\b|RESOURCE_EXHAUSTED|UNAVAILABLE|overloaded|rate limit|too many requests|try again later`)
+	geminiRetryIn   = lazyRegexp(`(?:Please retry in|Suggested retry after|"retryDelay":\s*")\s*([0-9.]+)(ms|s)`)
 	// Gemini CLI's lines about its own retries of a model call (see its
 	// retryWithBackoff): with the HTTP status, with a quota error's message,
 	// or bare (a network error).
-	geminiAttempt = regexp.MustCompile(`Attempt (\d+) failed(?: with (?:status )?(\d{3})|:|\. Retrying)`)
+	geminiAttempt = lazyRegexp(`Attempt (\d+) failed(?: with (?:status )?(\d{3})|:|\. Retrying)`)
 )
 
 // geminiDelay is the wait a message asks for, or 0.
 func geminiDelay(msg string) time.Duration {
-	m := geminiRetryIn.FindStringSubmatch(msg)
+	m := geminiRetryIn().FindStringSubmatch(msg)
 	if m == nil {
 		return 0
 	}
@@ -381,7 +378,7 @@ func (w *geminiRetries) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	buf := append(w.tail, p...)
-	for _, m := range geminiAttempt.FindAllSubmatchIndex(buf, -1) {
+	for _, m := range geminiAttempt().FindAllSubmatchIndex(buf, -1) {
 		n, _ := strconv.Atoi(string(buf[m[2]:m[3]]))
 		switch {
 		case m[4] >= 0:
@@ -454,6 +451,6 @@ func geminiStderrHint(stderr []byte) string {
 	return ""
 }
 
-var geminiANSI = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+var geminiANSI = lazyRegexp(`\x1b\[[0-9;]*m`)
 
-func geminiStripANSI(s string) string { return geminiANSI.ReplaceAllString(s, "") }
+func geminiStripANSI(s string) string { return geminiANSI().ReplaceAllString(s, "") }

@@ -17,10 +17,10 @@ package backend
 // prompt, since it cannot open them. Usage is the tokens the API reports;
 // the cost stays 0 (no price table to go stale).
 //
-// Each backend makes exactly one request per attempt. The SDKs' own retries
-// are off (max retries 0): a 429, 503 or 529 comes back at once as
-// KindRateLimit with the provider's Retry-After, and the engine's backoff
-// decides when to try again, as it does for every other backend.
+// Each backend makes exactly one request per attempt, with no retry of its
+// own: a 429, 503 or 529 comes back at once as KindRateLimit with the
+// provider's Retry-After, and the engine's backoff decides when to try
+// again, as it does for every other backend.
 
 import (
 	"context"

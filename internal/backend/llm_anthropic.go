@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/aot-loop/aot/internal/agent"
 )
@@ -19,7 +16,12 @@ import (
 // The anthropic backend calls the Messages API. It has no structured
 // output (the API's JSON schemas must forbid extra keys, ours allow them):
 // the prompt asks for one JSON object and prompt.ExtractJSON finds it.
-func init() { register("anthropic", newAnthropic) }
+
+const (
+	anthropicBaseURL = "https://api.anthropic.com"
+	// anthropicVersion is the Messages API version the requests are written for.
+	anthropicVersion = "2023-06-01"
+)
 
 func newAnthropic(s Spec, env Env) (agent.Agent, error) {
 	if err := llmCheckModel("anthropic", s); err != nil {
@@ -32,15 +34,14 @@ func newAnthropic(s Spec, env Env) (agent.Agent, error) {
 	if o.MaxTokens == 0 {
 		o.MaxTokens = defaultMaxTokens
 	}
-	// The SDK's own environment lookup (profiles, federation) is off: the
-	// key comes from Env, so what runs is what the agents file says.
-	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithMaxRetries(0)}
+	// The key comes from Env alone, so what runs is what the agents file says.
+	h := http.Header{"Anthropic-Version": {anthropicVersion}}
 	key, from := llmAPIKey(s, env, "ANTHROPIC_API_KEY")
 	switch token := env.Getenv("ANTHROPIC_AUTH_TOKEN"); {
 	case key != "":
-		opts = append(opts, option.WithAPIKey(key))
+		h.Set("X-Api-Key", key)
 	case s.APIKeyEnv == "" && token != "":
-		opts = append(opts, option.WithAuthToken(token))
+		h.Set("Authorization", "Bearer "+token)
 	default:
 		return nil, fmt.Errorf("no API key: $%s is empty", from)
 	}
@@ -48,44 +49,60 @@ func newAnthropic(s Spec, env Env) (agent.Agent, error) {
 	if base == "" {
 		base = env.Getenv("ANTHROPIC_BASE_URL")
 	}
-	if base != "" {
-		opts = append(opts, option.WithBaseURL(base))
+	if base == "" {
+		base = anthropicBaseURL
 	}
-	if env.Timeout > 0 {
-		// Else the SDK refuses a large max_tokens without streaming; the
-		// attempt's deadline bounds the request anyway.
-		opts = append(opts, option.WithRequestTimeout(env.Timeout))
-	}
-	c := anthropic.NewClient(opts...)
+	url := llmEndpoint(base, "v1/messages")
 	l := &llm{name: "anthropic", model: s.Model, env: env}
 	l.complete = func(ctx context.Context, q llmRequest) (llmReply, error) {
-		return anthropicMessage(ctx, c, s.Model, o.MaxTokens, q)
+		return anthropicMessage(ctx, url, h.Clone(), s.Model, o.MaxTokens, q)
 	}
 	return l, nil
 }
 
-func anthropicMessage(ctx context.Context, c anthropic.Client, model string, maxTokens int64, q llmRequest) (llmReply, error) {
-	msg, err := c.Messages.New(ctx, anthropic.MessageNewParams{
-		Model:     anthropic.Model(model),
-		MaxTokens: maxTokens,
-		System:    []anthropic.TextBlockParam{{Text: q.System}},
-		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(q.Prompt))},
-	})
-	if err != nil {
+type anthropicText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func anthropicMessage(ctx context.Context, url string, h http.Header, model string, maxTokens int64, q llmRequest) (llmReply, error) {
+	type message struct {
+		Role    string          `json:"role"`
+		Content []anthropicText `json:"content"`
+	}
+	in := struct {
+		Model     string          `json:"model"`
+		MaxTokens int64           `json:"max_tokens"`
+		System    []anthropicText `json:"system"`
+		Messages  []message       `json:"messages"`
+	}{Model: model, MaxTokens: maxTokens, System: []anthropicText{{"text", q.System}},
+		Messages: []message{{Role: "user", Content: []anthropicText{{"text", q.Prompt}}}}}
+	var out struct {
+		Content    []anthropicText `json:"content"`
+		StopReason string          `json:"stop_reason"`
+		Usage      *struct {
+			InputTokens              int64 `json:"input_tokens"`
+			OutputTokens             int64 `json:"output_tokens"`
+			CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+			CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		} `json:"usage"`
+	}
+	if err := llmPost(ctx, url, h, in, &out); err != nil {
 		return llmReply{}, anthropicFailure(err)
 	}
-	u := msg.Usage
-	rep := llmReply{Truncated: msg.StopReason == anthropic.StopReasonMaxTokens,
-		Usage: agent.Usage{InputTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-			OutputTokens: u.OutputTokens, Known: msg.JSON.Usage.Valid()}}
+	rep := llmReply{Truncated: out.StopReason == "max_tokens"}
+	if u := out.Usage; u != nil {
+		rep.Usage = agent.Usage{InputTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+			OutputTokens: u.OutputTokens, Known: true}
+	}
 	var text strings.Builder
-	for _, b := range msg.Content {
+	for _, b := range out.Content {
 		if b.Type == "text" {
 			text.WriteString(b.Text)
 		}
 	}
 	rep.Text = text.String()
-	if msg.StopReason == anthropic.StopReasonRefusal {
+	if out.StopReason == "refusal" {
 		rep.Refusal = "stop reason refusal"
 	}
 	return rep, nil
@@ -93,15 +110,16 @@ func anthropicMessage(ctx context.Context, c anthropic.Client, model string, max
 
 // regainAccess finds the reset time in the API's spend-limit message
 // ("You will regain access on 2025-07-01 at 00:00 UTC.").
-var regainAccess = regexp.MustCompile(`regain access on (\d{4}-\d{2}-\d{2}) at (\d{2}:\d{2}) UTC`)
+var regainAccess = lazyRegexp(`regain access on (\d{4}-\d{2}-\d{2}) at (\d{2}:\d{2}) UTC`)
 
-// anthropicFailure reduces an API error to an *apiFailure. Usage limits:
+// anthropicFailure reduces an error status to an *apiFailure. Usage limits:
 // a subscription's rejected unified limit (429 with
 // anthropic-ratelimit-unified-status: rejected and the reset time), a
 // billing_error, and the 400s for spent credit or a reached spend limit,
-// which only their message tells apart from other bad requests.
+// which only their message tells apart from other bad requests. Other
+// errors pass unchanged.
 func anthropicFailure(err error) error {
-	var e *anthropic.Error
+	var e *llmErrorStatus
 	if !errors.As(err, &e) {
 		return err
 	}
@@ -111,18 +129,15 @@ func anthropicFailure(err error) error {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	json.Unmarshal([]byte(e.RawJSON()), &body)
-	f := &apiFailure{Status: e.StatusCode, Message: body.Error.Message}
+	json.Unmarshal(e.Body, &body)
+	f := &apiFailure{Status: e.Status, Message: body.Error.Message}
 	if body.Error.Type != "" {
 		f.Message = body.Error.Type + ": " + f.Message
 	}
 	if f.Message == "" {
-		f.Message = strings.TrimSpace(e.RawJSON())
+		f.Message = strings.TrimSpace(string(e.Body))
 	}
-	if e.Response == nil {
-		return f
-	}
-	h := e.Response.Header
+	h := e.Header
 	f.RetryAfter = llmRetryAfter(h, time.Now())
 	msg := strings.ToLower(body.Error.Message)
 	switch {
@@ -135,7 +150,7 @@ func anthropicFailure(err error) error {
 		f.UsageLimit = true
 	case strings.Contains(msg, "usage limit"):
 		f.UsageLimit = true
-		if m := regainAccess.FindStringSubmatch(body.Error.Message); m != nil {
+		if m := regainAccess().FindStringSubmatch(body.Error.Message); m != nil {
 			if at, err := time.Parse("2006-01-02 15:04", m[1]+" "+m[2]); err == nil {
 				f.RetryAt = at.UTC().Format(time.RFC3339)
 			}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // maxErrorMessage bounds a failed test's error_message.
@@ -200,13 +201,16 @@ func junitResult(suite string, c junitCase) TestResult {
 	return t
 }
 
-var verboseLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+) \((\d+(?:\.\d+)?)s\)`)
+// The report patterns compile on first use, not when every aot command starts.
+var verboseLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+) \((\d+(?:\.\d+)?)s\)`)
+})
 
 // goTestVerbose reads go test -v's result lines.
 func goTestVerbose(out string) []TestResult {
 	var tests []TestResult
 	for _, line := range strings.Split(out, "\n") {
-		m := verboseLine.FindStringSubmatch(line)
+		m := verboseLine().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -218,14 +222,20 @@ func goTestVerbose(out string) []TestResult {
 }
 
 var (
-	goPackageCoverage = regexp.MustCompile(`^(?:ok|FAIL)\s+(\S+)\s.*\bcoverage: (\d+(?:\.\d+)?)% of statements`)
-	goBareCoverage    = regexp.MustCompile(`\bcoverage: (\d+(?:\.\d+)?)% of statements`)
-	totalCoverage     = []*regexp.Regexp{
-		regexp.MustCompile(`^total:\s+\(statements\)\s+(\d+(?:\.\d+)?)%\s*$`), // go tool cover -func
-		regexp.MustCompile(`^TOTAL\s.*?(\d+(?:\.\d+)?)%\s*$`),                 // coverage.py, pytest-cov
-		regexp.MustCompile(`^All files\s*\|\s*(\d+(?:\.\d+)?)\s*\|`),          // istanbul (jest, nyc): statements
-		regexp.MustCompile(`^\s*lines\.*:\s*(\d+(?:\.\d+)?)%`),                // lcov, genhtml
-	}
+	goPackageCoverage = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:ok|FAIL)\s+(\S+)\s.*\bcoverage: (\d+(?:\.\d+)?)% of statements`)
+	})
+	goBareCoverage = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\bcoverage: (\d+(?:\.\d+)?)% of statements`)
+	})
+	totalCoverage = sync.OnceValue(func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`^total:\s+\(statements\)\s+(\d+(?:\.\d+)?)%\s*$`), // go tool cover -func
+			regexp.MustCompile(`^TOTAL\s.*?(\d+(?:\.\d+)?)%\s*$`),                 // coverage.py, pytest-cov
+			regexp.MustCompile(`^All files\s*\|\s*(\d+(?:\.\d+)?)\s*\|`),          // istanbul (jest, nyc): statements
+			regexp.MustCompile(`^\s*lines\.*:\s*(\d+(?:\.\d+)?)%`),                // lcov, genhtml
+		}
+	})
 )
 
 // coverage gathers coverage figures across outputs.
@@ -236,7 +246,7 @@ type coverage struct {
 }
 
 func (c *coverage) scanPackage(pkg, line string) {
-	if m := goBareCoverage.FindStringSubmatch(line); m != nil {
+	if m := goBareCoverage().FindStringSubmatch(line); m != nil {
 		if v, ok := percent(m[1]); ok {
 			c.pkgs[pkg] = v
 		}
@@ -246,18 +256,18 @@ func (c *coverage) scanPackage(pkg, line string) {
 func (c *coverage) scan(text string) {
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimRight(line, "\r")
-		for _, re := range totalCoverage {
+		for _, re := range totalCoverage() {
 			if m := re.FindStringSubmatch(line); m != nil {
 				if v, ok := percent(m[1]); ok {
 					c.total = &v
 				}
 			}
 		}
-		if m := goPackageCoverage.FindStringSubmatch(line); m != nil {
+		if m := goPackageCoverage().FindStringSubmatch(line); m != nil {
 			if v, ok := percent(m[2]); ok {
 				c.pkgs[m[1]] = v
 			}
-		} else if m := goBareCoverage.FindStringSubmatch(line); m != nil {
+		} else if m := goBareCoverage().FindStringSubmatch(line); m != nil {
 			if v, ok := percent(m[1]); ok {
 				c.bare = append(c.bare, v)
 			}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"io"
 	"strconv"
 	"unicode/utf8"
@@ -12,17 +11,37 @@ import (
 // to indent, then re-scans custom marshalers, which at 100,000 atoms costs
 // more than reading the file.
 type jsonWriter struct {
-	w     *bufio.Writer
+	w     io.Writer
+	buf   []byte // written to w whenever it holds a chunk
+	err   error
 	depth int
 	first []bool // per open container: no member written yet
 }
 
-func newJSONWriter(w io.Writer) *jsonWriter { return &jsonWriter{w: bufio.NewWriterSize(w, 64<<10)} }
+// jsonChunk is how much the writer gathers before each write to w.
+const jsonChunk = 64 << 10
+
+// indent holds the spaces of a new line at any depth up to its length / 2.
+const indent = "                                "
+
+func newJSONWriter(w io.Writer) *jsonWriter {
+	return &jsonWriter{w: w, buf: make([]byte, 0, jsonChunk+4<<10)}
+}
+
+// flush writes the gathered chunk once it is full (all: whatever there is).
+func (j *jsonWriter) flush(all bool) {
+	if len(j.buf) < jsonChunk && !all || j.err != nil {
+		return
+	}
+	_, j.err = j.w.Write(j.buf)
+	j.buf = j.buf[:0]
+}
 
 func (j *jsonWriter) newline() {
-	j.w.WriteByte('\n')
-	for i := 0; i < j.depth; i++ {
-		j.w.WriteString("  ")
+	j.flush(false)
+	j.buf = append(j.buf, '\n')
+	for n := 2 * j.depth; n > 0; n -= len(indent) {
+		j.buf = append(j.buf, indent[:min(n, len(indent))]...)
 	}
 }
 
@@ -30,7 +49,7 @@ func (j *jsonWriter) newline() {
 func (j *jsonWriter) sep() {
 	if n := len(j.first); n > 0 {
 		if !j.first[n-1] {
-			j.w.WriteByte(',')
+			j.buf = append(j.buf, ',')
 		}
 		j.first[n-1] = false
 		j.newline()
@@ -38,7 +57,7 @@ func (j *jsonWriter) sep() {
 }
 
 func (j *jsonWriter) open(c byte) {
-	j.w.WriteByte(c)
+	j.buf = append(j.buf, c)
 	j.depth++
 	j.first = append(j.first, true)
 }
@@ -50,20 +69,16 @@ func (j *jsonWriter) close(c byte) {
 	if !empty {
 		j.newline()
 	}
-	j.w.WriteByte(c)
+	j.buf = append(j.buf, c)
 }
 
 func (j *jsonWriter) key(k string) {
 	j.sep()
 	j.str(k)
-	j.w.WriteString(": ")
+	j.buf = append(j.buf, ": "...)
 }
 
-func (j *jsonWriter) str(s string) {
-	b := j.w.AvailableBuffer()
-	b = appendJSONString(b, s)
-	j.w.Write(b)
-}
+func (j *jsonWriter) str(s string) { j.buf = appendJSONString(j.buf, s) }
 
 func (j *jsonWriter) strings(list []string) {
 	j.open('[')
@@ -74,21 +89,22 @@ func (j *jsonWriter) strings(list []string) {
 	j.close(']')
 }
 
-func (j *jsonWriter) int(n int) { j.w.WriteString(strconv.Itoa(n)) }
+func (j *jsonWriter) int(n int) { j.buf = strconv.AppendInt(j.buf, int64(n), 10) }
 
-func (j *jsonWriter) bool(b bool) { j.w.WriteString(strconv.FormatBool(b)) }
+func (j *jsonWriter) bool(b bool) { j.buf = strconv.AppendBool(j.buf, b) }
 
 func (j *jsonWriter) strPtr(s *string) {
 	if s == nil {
-		j.w.WriteString("null")
+		j.buf = append(j.buf, "null"...)
 		return
 	}
 	j.str(*s)
 }
 
 func (j *jsonWriter) end() error {
-	j.w.WriteByte('\n')
-	return j.w.Flush()
+	j.buf = append(j.buf, '\n')
+	j.flush(true)
+	return j.err
 }
 
 // appendJSONString appends s as a JSON string the way encoding/json does

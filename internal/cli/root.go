@@ -307,11 +307,10 @@ func readState(g *globalOptions) (*state.State, error) {
 // a warning on stderr naming its first error and line, and so is a file
 // with atom ids outside the safe set.
 func readShown(io *streams, g *globalOptions) (*state.State, error) {
-	s, err := readState(g)
+	s, r, err := g.store().ReadReport()
 	if err != nil {
-		return nil, err
+		return nil, g.describe(err)
 	}
-	r := state.Validate(s)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(io.ErrOut, "aot: warning: %s does not validate: %s%s; changes to it are refused until it is repaired (aot validate lists every error)\n",
 			g.StateFile, r.Errors[0], andMore(len(r.Errors)-1))

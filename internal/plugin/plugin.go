@@ -14,7 +14,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -68,10 +67,19 @@ func HookCommand(aot, client, event string) string {
 	return shellQuote(aot) + " hook " + client + " " + event + " || true"
 }
 
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./+:-]+$`)
+// shellSafe says whether s needs no quoting: one or more of A-Z a-z 0-9 _ . / + : -
+// (a loop, not a regular expression compiled when every aot command starts).
+func shellSafe(s string) bool {
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_./+:-", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
 
 func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
+	if shellSafe(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

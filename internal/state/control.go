@@ -24,6 +24,23 @@ func (st *Store) ReadValid() (*State, error) {
 	return s, nil
 }
 
+// ReadReport returns the current state and its validation report, valid
+// or not: for the commands that show a state as it is (aot state, aot
+// status). It reads as ReadValid does, through the quick reader, so the
+// state is for reading only; a large file is read without the node tree and
+// the snapshot a write would need, which are most of Read's time and memory.
+func (st *Store) ReadReport() (*State, Report, error) {
+	data, err := st.read()
+	if err != nil {
+		return nil, Report{}, err
+	}
+	s, _, errs, warns, err := st.parseQuick(data)
+	if err != nil {
+		return nil, Report{}, err
+	}
+	return s, validate(s, errs, warns), nil
+}
+
 func (st *Store) parseQuick(data []byte) (*State, *quickDoc, []Issue, []Issue, error) {
 	s, q, errs, warns, err := parseQuick(data)
 	var pe *ParseError

@@ -329,3 +329,39 @@ func handEdit(rng *rand.Rand, data []byte, k int) []byte {
 	}
 	return []byte(strings.Join(lines, "\n"))
 }
+
+// ReadReport is what aot state and aot status show: it must give the state
+// and the report Read and Validate give, valid or not, and the same errors.
+func TestReadReportIsReadAndValidate(t *testing.T) {
+	inputs := quickInputs(t)
+	inputs["not yaml"] = []byte("---\natoms: [\n---\n")
+	for name, data := range inputs {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.md")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			st := NewStore(path)
+			want, werr := st.Read()
+			got, report, gerr := st.ReadReport()
+			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+				t.Fatalf("errors differ: Read %v, ReadReport %v", werr, gerr)
+			}
+			if werr != nil {
+				return
+			}
+			wantReport := Validate(want)
+			want.doc = nil
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("the states differ (-Read +ReadReport):\n%s", diffStates(want, got))
+			}
+			if diff := cmp.Diff(wantReport, report); diff != "" {
+				t.Fatalf("the reports differ (-Validate +ReadReport):\n%s", diff)
+			}
+		})
+	}
+	_, _, err := NewStore(filepath.Join(t.TempDir(), "none.md")).ReadReport()
+	if !errors.Is(err, ErrNotExist) {
+		t.Errorf("a missing file: err = %v, want ErrNotExist", err)
+	}
+}
