@@ -74,8 +74,11 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	if out == nil {
-		fmt.Fprintf(opts.IO.Out, "detached: the loop goes on as workflow %s; aot run --engine temporal reattaches, aot stop stops it\n", m.WorkflowID)
-		return nil
+		// This process was stopped (Ctrl-C, SIGTERM, SIGHUP), not the
+		// loop: it ends with manual_stop's code, as a local run would.
+		fmt.Fprintf(opts.IO.Out, "detached (%v; exit %d): the loop goes on as workflow %s; aot run --engine temporal reattaches, aot stop stops it\n",
+			context.Cause(ctx), engine.ManualStop.ExitCode(), m.WorkflowID)
+		return reported(engine.ManualStop.ExitCode())
 	}
 	durable.ForgetMarker(opts.Global.StateFile)
 	if opts.Global.JSON {

@@ -44,6 +44,10 @@ type Activities struct {
 	// (default 5s). Temporal throttles heartbeats to its heartbeat timeout,
 	// and a cancellation reaches the activity with a heartbeat's answer.
 	Heartbeat time.Duration
+
+	// handBack, set by RunWorker, answers for the activities a stopping
+	// worker cuts short (shutdown.go); nil: the SDK answers.
+	handBack *handBack
 }
 
 // AgentDirs are the folders an attempt's agent uses on a worker: Logs for
@@ -67,10 +71,10 @@ func (a *Activities) dirsFor(loop, stateFile string) AgentDirs {
 
 // Register registers the activities under the contract's names.
 func (a *Activities) Register(r worker.ActivityRegistry) {
-	r.RegisterActivityWithOptions(a.Attempt, activity.RegisterOptions{Name: AttemptActivity})
-	r.RegisterActivityWithOptions(a.Merge, activity.RegisterOptions{Name: MergeActivity})
-	r.RegisterActivityWithOptions(a.Verify, activity.RegisterOptions{Name: VerifyActivity})
-	r.RegisterActivityWithOptions(a.Clean, activity.RegisterOptions{Name: CleanActivity})
+	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.Attempt), activity.RegisterOptions{Name: AttemptActivity})
+	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.Merge), activity.RegisterOptions{Name: MergeActivity})
+	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.Verify), activity.RegisterOptions{Name: VerifyActivity})
+	r.RegisterActivityWithOptions(handBackError(a.handBack, a.Clean), activity.RegisterOptions{Name: CleanActivity})
 }
 
 // DefaultHeartbeat is how often activities heartbeat; a workflow's
