@@ -84,10 +84,22 @@ func processesOf(exe string) []int {
 	return pids
 }
 
-// worktrees lists the activities' folders in a worker's cache.
+// worktrees lists the activities' folders in a worker's cache, and their
+// lock and note files.
 func worktrees(cache string) []string {
 	m, _ := filepath.Glob(filepath.Join(cache, "work", "wt-*"))
 	return m
+}
+
+// folders keeps the folders of paths.
+func folders(paths []string) []string {
+	var dirs []string
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			dirs = append(dirs, p)
+		}
+	}
+	return dirs
 }
 
 // exitOf waits at most within for cmd to end and returns its exit code.
@@ -189,4 +201,72 @@ func TestTemporalSignalsReachTheProcessASupervisorHolds(t *testing.T) {
 	if left := processesOf(aotTemporal); len(left) != 0 {
 		t.Errorf("aot-temporal processes outlived the signals: %v", left)
 	}
+}
+
+// ppid is the parent of the process pid.
+func ppid(t *testing.T, pid string) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 2 {
+		t.Fatalf("/proc/%s/stat: %q", pid, data)
+	}
+	return f[1]
+}
+
+// A worker SIGKILLed (at the pid a supervisor holds) takes its agents with
+// it: each agent's guard kills its tree. Where the guard was killed too,
+// the agent's orphans run on, until the next worker started on the same
+// cache kills them and removes the worktrees the dead one left.
+func TestTemporalWorkerRestartKillsWhatAKilledWorkerLeft(t *testing.T) {
+	start := aotProcessesOf(t, plainAot(t))
+	root, _, ws, _ := temporalProject(t, "two files", "test -f A.txt && test -f B.txt", 2,
+		state.Atom{ID: "A", Description: "write A.txt"}, state.Atom{ID: "B", Description: "write B.txt"})
+	ran, gate := filepath.Join(root, "ran.log"), filepath.Join(root, "gate")
+	const queue = "sigkill"
+	cache := filepath.Join(root, "cache-w1")
+	worker := func(name string) (*exec.Cmd, *lockedBuffer) {
+		cmd, out := start(name, ws, "worker", "--task-queue", queue, "--cache", cache, "--identity", name)
+		until(t, name+" polls", 60*time.Second, func() bool { return strings.Contains(out.String(), "polling task queue "+queue) })
+		return cmd, out
+	}
+	w1, w1Out := worker("w1")
+	run, runOut := start("aot run", ws, "run", "--engine", "temporal", "--task-queue", queue, "--agent", "exec", "--agent-command", slowAgent(ran, gate))
+	until(t, "two agents run", 90*time.Second, func() bool { return len(ranLines(ran)) == 2 })
+	agents := ranLines(ran)
+
+	// SIGKILL to w1, and to the first agent's guard.
+	guard := ppid(t, agents[0][0])
+	if g, _ := strconv.Atoi(guard); g <= 1 || g == w1.Process.Pid {
+		t.Fatalf("the agent's parent is %s, not a guard", guard)
+	}
+	syscall.Kill(w1.Process.Pid, syscall.SIGKILL)
+	g, _ := strconv.Atoi(guard)
+	syscall.Kill(g, syscall.SIGKILL)
+	exitOf(t, "w1", w1, w1Out, 10*time.Second)
+	until(t, "the second agent's guard kills its tree", 10*time.Second, func() bool {
+		return !running(agents[1][0]) && !running(agents[1][1])
+	})
+	time.Sleep(500 * time.Millisecond)
+	if !running(agents[0][1]) {
+		t.Fatal("the first agent's child died with its guard: nothing is left for the restart to kill")
+	}
+	if left := folders(worktrees(cache)); len(left) != 2 {
+		t.Fatalf("w1 left %d worktrees, want its 2: %v", len(left), left)
+	}
+
+	// The next worker on that cache kills the orphan and sweeps.
+	worker("w1-again")
+	if running(agents[0][1]) {
+		t.Errorf("the orphan %s of the killed worker's agent survived the restart", agents[0][1])
+	}
+	if left := worktrees(cache); len(left) != 0 {
+		t.Errorf("the restarted worker left the dead one's worktrees: %v", left)
+	}
+	run.Process.Signal(syscall.SIGTERM)
+	exitOf(t, "aot run", run, runOut, 20*time.Second)
 }

@@ -202,7 +202,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	if in.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, in.Timeout)
 	}
-	r, err := ag.Run(actx, task)
+	r, err := ag.Run(sc.noteTrees(actx), task)
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if ctx.Err() != nil {

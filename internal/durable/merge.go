@@ -192,7 +192,7 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 			judge = nil // judged checks count as not passed; the report says they were not judged
 		}
 	}
-	out, err := engine.CheckBaseCase(ctx, s, m.IntegrationDir(), judge, in.Timeout, 0)
+	out, err := engine.CheckBaseCase(sc.noteTrees(ctx), s, m.IntegrationDir(), judge, in.Timeout, 0)
 	if err != nil {
 		if ctx.Err() != nil {
 			return VerifyResult{}, ctx.Err()
