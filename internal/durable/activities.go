@@ -101,16 +101,21 @@ func nonRetryable(err error) error {
 
 // heartbeat records a heartbeat now and every a.Heartbeat until the
 // returned func is called or ctx ends. Outside an activity (direct calls in
-// tests) it does nothing.
-func (a *Activities) heartbeat(ctx context.Context, what string) (stop func()) {
+// tests) it does nothing. The context it returns ends with ctx, or when
+// this worker must give the activity up (fence.go): the activity runs
+// under it.
+func (a *Activities) heartbeat(ctx context.Context, what string) (context.Context, func()) {
 	if !activity.IsActivity(ctx) {
-		return func() {}
+		return ctx, func() {}
 	}
 	every := a.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}
+	fctx, giveUp := context.WithCancelCause(ctx)
+	f := a.fenceFor(ctx, every)
 	activity.RecordHeartbeat(ctx, what)
+	sdkBeat := time.Now()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -123,13 +128,24 @@ func (a *Activities) heartbeat(ctx context.Context, what string) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, what)
+				reached, err := f.check(ctx, what)
+				if err != nil {
+					giveUp(err)
+					return
+				}
+				if reached && time.Since(sdkBeat) >= sdkBeatGap {
+					// The SDK's heartbeat brings cancellations; it would
+					// cancel the activity at its first failure too.
+					activity.RecordHeartbeat(ctx, what)
+					sdkBeat = time.Now()
+				}
 			}
 		}
 	})
-	return func() {
+	return fctx, func() {
 		close(done)
 		wg.Wait()
+		giveUp(nil)
 	}
 }
 
@@ -152,8 +168,11 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		return res, nonRetryable(errors.New("this worker builds no agents"))
 	}
 	what := fmt.Sprintf("atom %s attempt %d (%s)", in.Task.Atom.ID, in.Task.Attempt, in.Task.Role)
-	stop := a.heartbeat(ctx, what)
+	ctx, stop := a.heartbeat(ctx, what)
 	defer stop()
+	if err := a.awaitPredecessor(ctx); err != nil {
+		return res, err
+	}
 
 	c, err := a.openClone(ctx, in.Repo)
 	if err != nil {

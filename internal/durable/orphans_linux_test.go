@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,7 +75,7 @@ func TestSweepKillsTheAgentsADeadWorkerLeft(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the dead worker's agent still runs after the sweep")
 	}
-	if pid, _ := strconv.Atoi(child); syscall.Kill(pid, 0) == nil && !zombie(child) {
+	if isRunning(child) {
 		t.Errorf("the agent's child %s survived the sweep", child)
 	}
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
@@ -88,11 +87,4 @@ func TestSweepKillsTheAgentsADeadWorkerLeft(t *testing.T) {
 		}
 	}
 	noWorktrees(t, a)
-}
-
-// zombie says whether the process pid has exited but not been reaped.
-func zombie(pid string) bool {
-	data, _ := os.ReadFile("/proc/" + pid + "/stat")
-	_, rest, _ := strings.Cut(string(data), ") ")
-	return strings.HasPrefix(rest, "Z")
 }

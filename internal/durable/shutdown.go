@@ -73,7 +73,10 @@ func (h *handBack) answer(ctx context.Context, result any, err error) bool {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerTimeout)
 	defer cancel()
-	return h.client.CompleteActivity(actx, activity.GetInfo(ctx).TaskToken, result, err) == nil
+	token := activity.GetInfo(ctx).TaskToken
+	// Its retry need not wait for its agent (fence.go).
+	_ = h.client.RecordActivityHeartbeat(actx, token, handedBack)
+	return h.client.CompleteActivity(actx, token, result, err) == nil
 }
 
 // handBackResult wraps an activity with a result (see handBack).
