@@ -44,6 +44,13 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 	so.Address, so.Namespace = durable.Where()
 	m, attached, err := durable.Start(ctx, c, so)
 	if err != nil {
+		if ctx.Err() != nil {
+			// A signal while the workflow was being started: as for a
+			// detach, this process stopped, not (necessarily) the loop.
+			fmt.Fprintf(opts.IO.ErrOut, "aot run: %v before the loop's workflow was followed (exit %d); if it started, aot run --engine temporal attaches to it and aot stop stops it\n",
+				context.Cause(ctx), engine.ManualStop.ExitCode())
+			return reported(engine.ManualStop.ExitCode())
+		}
 		return err
 	}
 	say := func(s string) {
