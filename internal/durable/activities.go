@@ -186,6 +186,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		return res, err
 	}
 	defer sc.remove()
+	ctx = sc.noteTrees(ctx) // the agent's process trees, for a sweep (orphans.go)
 	project := ""
 	if !filepath.IsAbs(in.Task.Workdir) {
 		project = in.Task.Workdir
@@ -221,7 +222,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	if in.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, in.Timeout)
 	}
-	r, err := ag.Run(sc.noteTrees(actx), task)
+	r, err := ag.Run(actx, task)
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if ctx.Err() != nil {

@@ -178,6 +178,7 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 		return VerifyResult{}, err
 	}
 	defer sc.remove()
+	ctx = sc.noteTrees(ctx) // the judge's process trees, for a sweep (orphans.go)
 	m, err := sc.manager(ctx, in.Loop, in.Project, in.StateFile)
 	if err != nil {
 		return VerifyResult{}, err
@@ -192,7 +193,7 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 			judge = nil // judged checks count as not passed; the report says they were not judged
 		}
 	}
-	out, err := engine.CheckBaseCase(sc.noteTrees(ctx), s, m.IntegrationDir(), judge, in.Timeout, 0)
+	out, err := engine.CheckBaseCase(ctx, s, m.IntegrationDir(), judge, in.Timeout, 0)
 	if err != nil {
 		if ctx.Err() != nil {
 			return VerifyResult{}, ctx.Err()
