@@ -147,7 +147,8 @@ func TestTemporalSignalsReachTheProcessASupervisorHolds(t *testing.T) {
 	ran, gate := filepath.Join(root, "ran.log"), filepath.Join(root, "gate")
 	const queue = "signals"
 	worker := func(name string) (*exec.Cmd, *lockedBuffer) {
-		cmd, out := start(name, ws, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache-"+name), "--identity", name, "--grace", "1s")
+		cmd, out := start(name, ws, "worker", "--task-queue", queue, "--cache", filepath.Join(root, "cache-"+name), "--identity", name, "--grace", "1s",
+			"--agent-command", slowAgent(ran, gate))
 		until(t, name+" polls", 60*time.Second, func() bool { return strings.Contains(out.String(), "polling task queue "+queue) })
 		if exe, err := os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/exe"); err != nil || exe != aotTemporal {
 			t.Fatalf("the pid aot worker started as runs %q (%v), not %s", exe, err, aotTemporal)
@@ -230,7 +231,7 @@ func TestTemporalWorkerRestartKillsWhatAKilledWorkerLeft(t *testing.T) {
 	const queue = "sigkill"
 	cache := filepath.Join(root, "cache-w1")
 	worker := func(name string) (*exec.Cmd, *lockedBuffer) {
-		cmd, out := start(name, ws, "worker", "--task-queue", queue, "--cache", cache, "--identity", name)
+		cmd, out := start(name, ws, "worker", "--task-queue", queue, "--cache", cache, "--identity", name, "--agent-command", slowAgent(ran, gate))
 		until(t, name+" polls", 60*time.Second, func() bool { return strings.Contains(out.String(), "polling task queue "+queue) })
 		return cmd, out
 	}
