@@ -3,9 +3,11 @@
 package durable
 
 import (
+	"context"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/aot-loop/aot/internal/temporaltest"
 )
@@ -172,4 +176,88 @@ func isRunning(pid string) bool {
 	}
 	_, rest, _ := strings.Cut(string(data), ") ")
 	return !strings.HasPrefix(rest, "Z")
+}
+
+// devServerAt runs the Temporal dev server on port with the database file
+// db until the returned stop is called (or the test ends), once it answers.
+func devServerAt(t *testing.T, cli string, port int, db string) (stop func()) {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--db-filename", db, "--log-level", "error")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stop = func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	}
+	t.Cleanup(stop)
+	waitFor(t, "the dev server answers at "+addr, 60*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: quietLogger()})
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return stop
+}
+
+// The dev server stopped for 10 s and started again on its database: the
+// running agents go on, and each atom is run once.
+func TestAttemptsSurviveADevServerRestart(t *testing.T) {
+	cli := temporaltest.CLI() // before HOME changes
+	if cli == "" {
+		temporaltest.DevServer(t) // skips, or fails under AOT_REQUIRE_TEMPORAL=1
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	stop := devServerAt(t, cli, port, db)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	repo, seed := newRemote(t, map[string]string{})
+	c := dialDev(t, addr)
+	const queue = "restart"
+	inProcessWorker(t, addr, queue, "through-the-outage")
+
+	dir := t.TempDir()
+	ran, gate := filepath.Join(dir, "ran"), filepath.Join(dir, "gate")
+	hold := `echo $$ >> ` + ran + `; i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; `
+	run := startLoop(t, c, queue, repo, seed, writesItsFile(hold))
+	pids := func() []string {
+		data, _ := os.ReadFile(ran)
+		return strings.Fields(string(data))
+	}
+	waitFor(t, "two agents run", 60*time.Second, func() bool { return len(pids()) == 2 })
+	first := pids()
+
+	stop()
+	time.Sleep(10 * time.Second)
+	devServerAt(t, cli, port, db)
+	time.Sleep(8 * time.Second)
+	for _, pid := range first {
+		if !isRunning(pid) {
+			t.Errorf("agent %s did not survive the dev server's restart", pid)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	landedOnce(t, c, run, repo, integration(run.GetID()))
+	if got := pids(); len(got) != 4 {
+		t.Errorf("%d agents ran for 4 atoms: %v", len(got), got)
+	}
 }
