@@ -97,15 +97,7 @@ func TestAWorkerCutOffFromTemporalStopsItsAgentsBeforeTheirRetriesStart(t *testi
 	const queue = "fence"
 	inProcessWorker(t, proxy.addr(), queue, "cut-off")
 
-	dir := t.TempDir()
-	ran, gate := filepath.Join(dir, "ran"), filepath.Join(dir, "gate")
-	hold := `echo $$ >> ` + ran + `; i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; `
-	run := startLoop(t, c, queue, repo, seed, writesItsFile(hold))
-	pids := func() []string {
-		data, _ := os.ReadFile(ran)
-		return strings.Fields(string(data))
-	}
-	waitFor(t, "two agents run on the first worker", 60*time.Second, func() bool { return len(pids()) == 2 })
+	run, pids, gate := holdingLoop(t, c, queue, repo, seed)
 	first := pids()
 	anyAlive := func() bool {
 		for _, pid := range first {
@@ -152,6 +144,24 @@ func TestAWorkerCutOffFromTemporalStopsItsAgentsBeforeTheirRetriesStart(t *testi
 		t.Fatal(err)
 	}
 	landedOnce(t, c, run, repo, integration(run.GetID()))
+}
+
+// holdingLoop starts the four-atom loop with agents that note their pid
+// and hold until the file gate exists (at most two minutes), and waits
+// until the first two (A and B) run; pids lists the agents so far.
+func holdingLoop(t *testing.T, c client.Client, queue, repo, seed string) (run client.WorkflowRun, pids func() []string, gate string) {
+	t.Helper()
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	gate = filepath.Join(dir, "gate")
+	hold := `echo $$ >> ` + ran + `; i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; `
+	run = startLoop(t, c, queue, repo, seed, writesItsFile(hold))
+	pids = func() []string {
+		data, _ := os.ReadFile(ran)
+		return strings.Fields(string(data))
+	}
+	waitFor(t, "two agents run", 60*time.Second, func() bool { return len(pids()) == 2 })
+	return run, pids, gate
 }
 
 // waitFor polls cond every 50ms for at most within.
@@ -233,15 +243,7 @@ func TestAttemptsSurviveADevServerRestart(t *testing.T) {
 	const queue = "restart"
 	inProcessWorker(t, addr, queue, "through-the-outage")
 
-	dir := t.TempDir()
-	ran, gate := filepath.Join(dir, "ran"), filepath.Join(dir, "gate")
-	hold := `echo $$ >> ` + ran + `; i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; `
-	run := startLoop(t, c, queue, repo, seed, writesItsFile(hold))
-	pids := func() []string {
-		data, _ := os.ReadFile(ran)
-		return strings.Fields(string(data))
-	}
-	waitFor(t, "two agents run", 60*time.Second, func() bool { return len(pids()) == 2 })
+	run, pids, gate := holdingLoop(t, c, queue, repo, seed)
 	first := pids()
 
 	stop()
