@@ -50,6 +50,13 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 	}
 	m, attached, err := durable.Start(ctx, c, so)
 	if err != nil {
+		if ctx.Err() != nil {
+			// A signal while the workflow was being started: as for a
+			// detach, this process stopped, not (necessarily) the loop.
+			fmt.Fprintf(opts.IO.ErrOut, "aot run: %v before the loop's workflow was followed (exit %d); if it started, aot run --engine temporal attaches to it and aot stop stops it\n",
+				context.Cause(ctx), engine.ManualStop.ExitCode())
+			return reported(engine.ManualStop.ExitCode())
+		}
 		return err
 	}
 	var sayMu sync.Mutex // the watch below says things too
@@ -101,8 +108,11 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	if out == nil {
-		fmt.Fprintf(opts.IO.Out, "detached: the loop goes on as workflow %s; aot run --engine temporal reattaches, aot stop stops it\n", m.WorkflowID)
-		return nil
+		// This process was stopped (Ctrl-C, SIGTERM, SIGHUP), not the
+		// loop: it ends with manual_stop's code, as a local run would.
+		fmt.Fprintf(opts.IO.Out, "detached (%v; exit %d): the loop goes on as workflow %s; aot run --engine temporal reattaches, aot stop stops it\n",
+			context.Cause(ctx), engine.ManualStop.ExitCode(), m.WorkflowID)
+		return reported(engine.ManualStop.ExitCode())
 	}
 	durable.ForgetMarker(opts.Global.StateFile)
 	if opts.Global.JSON {

@@ -69,10 +69,10 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 		t.Errorf("the workers count %v attempts running, want 4", n)
 	}
 	run1.Process.Signal(syscall.SIGINT)
-	if err := run1.Wait(); err != nil {
-		t.Fatalf("aot run after Ctrl-C: %v\n%s", err, out1)
+	if err := run1.Wait(); run1.ProcessState.ExitCode() != 3 {
+		t.Fatalf("aot run after Ctrl-C: %v (want exit 3)\n%s", err, out1)
 	}
-	if !strings.Contains(out1.String(), "detached: the loop goes on as workflow") {
+	if !strings.Contains(out1.String(), "detached (SIGINT (Ctrl-C) received; exit 3): the loop goes on as workflow") {
 		t.Errorf("aot run did not say it detached:\n%s", out1)
 	}
 
@@ -155,7 +155,7 @@ func TestTemporalRecipeWithTwoWorkerProcesses(t *testing.T) {
 		}
 	}
 	// Every atom is merged once into the integration branch on the remote.
-	_, rest, ok := strings.Cut(out1.String(), "detached: the loop goes on as workflow ")
+	_, rest, ok := strings.Cut(out1.String(), "the loop goes on as workflow ")
 	id, _, _ := strings.Cut(rest, ";")
 	if !ok || id == "" {
 		t.Fatalf("no workflow id in:\n%s", out1)
@@ -181,20 +181,29 @@ type startFunc func(name, dir string, args ...string) (*exec.Cmd, *lockedBuffer)
 // Temporal service is a dev server of the test's, and returns how to start
 // it.
 func aotProcesses(t *testing.T) startFunc {
+	return aotProcessesOf(t, func(bin string) {
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The test binary acts as aot under this name (TestMain).
+		if err := os.Symlink(self, filepath.Join(bin, "aot")); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// aotProcessesOf is aotProcesses with the aot command that install puts
+// in the folder bin.
+func aotProcessesOf(t *testing.T, install func(bin string)) startFunc {
 	addr := temporaltest.DevServer(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	home := t.TempDir()
 	bin := filepath.Join(home, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	aot := filepath.Join(bin, "aot") // the test binary acts as aot under this name (TestMain)
-	if err := os.Symlink(self, aot); err != nil {
-		t.Fatal(err)
-	}
+	install(bin)
+	aot := filepath.Join(bin, "aot")
 	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, "cache"),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+filepath.Join(home, "gitconfig"),
 		"TEMPORAL_ADDRESS="+addr, "TEMPORAL_NAMESPACE=default", "NO_COLOR=1", envStateFile+"=")

@@ -32,24 +32,14 @@ func temporalBinary() (string, error) {
 	return "", errors.New("this needs aot-temporal (aot with the Temporal engine), beside aot or on PATH: make build builds it (go build -tags temporal -o bin/aot-temporal ./cmd/aot)")
 }
 
-// handOver runs aot-temporal with this command line and ends with its
-// exit code.
+// handOver runs aot-temporal with this command line in this process's
+// place (see become) and ends with its exit code.
 func handOver() error {
 	bin, err := temporalBinary()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, os.Args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return reported(ee.ExitCode())
-	}
-	if err != nil {
-		return fmt.Errorf("run %s: %w", bin, err)
-	}
-	return nil
+	return become(bin)
 }
 
 func runTemporal(ctx context.Context, opts *runOptions) error { return handOver() }
@@ -67,15 +57,13 @@ func temporalSync(opts *statusOptions) *workflowDoc {
 		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
 		return nil
 	}
-	cmd := exec.Command(bin, os.Args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		os.Exit(ee.ExitCode())
+	err = become(bin)
+	var ce *cmdError
+	if errors.As(err, &ce) {
+		os.Exit(ce.code)
 	}
 	if err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: run %s: %v\n", bin, err)
+		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
 		return nil
 	}
 	os.Exit(0)

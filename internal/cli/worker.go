@@ -80,9 +80,12 @@ TEMPORAL_TLS_CA_PATH, TEMPORAL_TLS_SERVER_NAME,
 TEMPORAL_TLS_DISABLE_HOST_VERIFICATION, and the CLI's profiles
 (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE).
 
-Ctrl-C (or SIGTERM) stops polling and gives the running activities --grace
-to finish; those still running then are cancelled (agents killed, worktrees
-removed) and Temporal retries them on another worker.
+Ctrl-C (or SIGTERM, SIGHUP) stops polling and gives the running activities
+--grace to finish; those still running then are cancelled (agents killed,
+worktrees removed) and failed at once, so that Temporal retries them on
+another worker within seconds; the worker then exits 0. A worker started on
+the cache of one that died kills the agents it left and removes its
+worktrees.
 
 --metrics-addr serves Prometheus metrics at /metrics (the Temporal SDK's,
 and counts of attempts, failures, merges and verifications) and a health

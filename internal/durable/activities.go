@@ -44,6 +44,10 @@ type Activities struct {
 	// (default 5s). Temporal throttles heartbeats to its heartbeat timeout,
 	// and a cancellation reaches the activity with a heartbeat's answer.
 	Heartbeat time.Duration
+
+	// handBack, set by RunWorker, answers for the activities a stopping
+	// worker cuts short (shutdown.go); nil: the SDK answers.
+	handBack *handBack
 }
 
 // AgentDirs are the folders an attempt's agent uses on a worker: Logs for
@@ -67,11 +71,11 @@ func (a *Activities) dirsFor(loop, stateFile string) AgentDirs {
 
 // Register registers the activities under the contract's names.
 func (a *Activities) Register(r worker.ActivityRegistry) {
-	r.RegisterActivityWithOptions(a.Attempt, activity.RegisterOptions{Name: AttemptActivity})
-	r.RegisterActivityWithOptions(a.Merge, activity.RegisterOptions{Name: MergeActivity})
-	r.RegisterActivityWithOptions(a.MergeBatch, activity.RegisterOptions{Name: MergeBatchActivity})
-	r.RegisterActivityWithOptions(a.Verify, activity.RegisterOptions{Name: VerifyActivity})
-	r.RegisterActivityWithOptions(a.Clean, activity.RegisterOptions{Name: CleanActivity})
+	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.Attempt), activity.RegisterOptions{Name: AttemptActivity})
+	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.Merge), activity.RegisterOptions{Name: MergeActivity})
+	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.MergeBatch), activity.RegisterOptions{Name: MergeBatchActivity})
+	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.Verify), activity.RegisterOptions{Name: VerifyActivity})
+	r.RegisterActivityWithOptions(handBackError(a.handBack, a.Clean), activity.RegisterOptions{Name: CleanActivity})
 }
 
 // DefaultHeartbeat is how often activities heartbeat; a workflow's
@@ -98,16 +102,21 @@ func nonRetryable(err error) error {
 
 // heartbeat records a heartbeat now and every a.Heartbeat until the
 // returned func is called or ctx ends. Outside an activity (direct calls in
-// tests) it does nothing.
-func (a *Activities) heartbeat(ctx context.Context, what string) (stop func()) {
+// tests) it does nothing. The context it returns ends with ctx, or when
+// this worker must give the activity up (fence.go): the activity runs
+// under it.
+func (a *Activities) heartbeat(ctx context.Context, what string) (context.Context, func()) {
 	if !activity.IsActivity(ctx) {
-		return func() {}
+		return ctx, func() {}
 	}
 	every := a.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}
+	fctx, giveUp := context.WithCancelCause(ctx)
+	f := a.fenceFor(ctx, every)
 	activity.RecordHeartbeat(ctx, what)
+	sdkBeat := time.Now()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -120,13 +129,24 @@ func (a *Activities) heartbeat(ctx context.Context, what string) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, what)
+				reached, err := f.check(ctx, what)
+				if err != nil {
+					giveUp(err)
+					return
+				}
+				if reached && time.Since(sdkBeat) >= sdkBeatGap {
+					// The SDK's heartbeat brings cancellations; it would
+					// cancel the activity at its first failure too.
+					activity.RecordHeartbeat(ctx, what)
+					sdkBeat = time.Now()
+				}
 			}
 		}
 	})
-	return func() {
+	return fctx, func() {
 		close(done)
 		wg.Wait()
+		giveUp(nil)
 	}
 }
 
@@ -149,8 +169,11 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		return res, nonRetryable(errors.New("this worker builds no agents"))
 	}
 	what := fmt.Sprintf("atom %s attempt %d (%s)", in.Task.Atom.ID, in.Task.Attempt, in.Task.Role)
-	stop := a.heartbeat(ctx, what)
+	ctx, stop := a.heartbeat(ctx, what)
 	defer stop()
+	if err := a.awaitPredecessor(ctx); err != nil {
+		return res, err
+	}
 
 	c, err := a.openClone(ctx, in.Repo)
 	if err != nil {
@@ -164,6 +187,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		return res, err
 	}
 	defer sc.remove()
+	ctx = sc.noteTrees(ctx) // the agent's process trees, for a sweep (orphans.go)
 	project := ""
 	if !filepath.IsAbs(in.Task.Workdir) {
 		project = in.Task.Workdir

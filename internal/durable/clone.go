@@ -27,6 +27,7 @@ import (
 //	                     worktrees a workspace.Manager makes in it
 //	work/wt-*.lock       held while the activity runs: a folder whose lock
 //	                     nobody holds was left by a worker that died
+//	work/wt-*.trees      the activity's agent process trees (orphans.go)
 //	logs/<loop>/         the agents' logs, one file per attempt
 //
 // The commits, merges and checkouts themselves are workspace's, as in a
@@ -221,6 +222,7 @@ func rootOf(dir, project string) string {
 // after the activity's context has ended.
 func (s *scratch) remove() {
 	os.RemoveAll(s.dir)
+	os.Remove(treesPath(s.dir))
 	s.lock.Unlock()
 	os.Remove(s.lock.Path())
 }
@@ -240,6 +242,7 @@ func (a *Activities) sweep(ctx context.Context) (removed int) {
 		if ok, err := l.TryLock(); err != nil || !ok {
 			continue // a running activity's
 		}
+		killLeftTrees(dir) // orphans.go
 		os.RemoveAll(dir)
 		l.Unlock()
 		os.Remove(dir + ".lock")

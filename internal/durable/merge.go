@@ -28,7 +28,7 @@ const pushTries = 5
 // on the new tip. A retried Merge whose push went through finds its
 // commit by its trailers and merges nothing again.
 func (a *Activities) Merge(ctx context.Context, in MergeInput) (MergeResult, error) {
-	stop := a.heartbeat(ctx, "merge "+in.Branch)
+	ctx, stop := a.heartbeat(ctx, "merge "+in.Branch)
 	defer stop()
 	if in.Base == "" || in.Branch == "" {
 		return MergeResult{}, nonRetryable(errors.New("merge: no base or no branch"))
@@ -176,7 +176,7 @@ func mergeTrailers(in MergeInput) string {
 // role on this worker rules on the assertion and quality checks; without,
 // they count as not passed.
 func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, error) {
-	stop := a.heartbeat(ctx, "verify "+short(in.Commit))
+	ctx, stop := a.heartbeat(ctx, "verify "+short(in.Commit))
 	defer stop()
 	s, err := state.Parse(in.State)
 	if err != nil {
@@ -194,6 +194,7 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 		return VerifyResult{}, err
 	}
 	defer sc.remove()
+	ctx = sc.noteTrees(ctx) // the judge's process trees, for a sweep (orphans.go)
 	m, err := sc.manager(ctx, in.Loop, in.Project, in.StateFile)
 	if err != nil {
 		return VerifyResult{}, err

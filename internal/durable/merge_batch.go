@@ -25,7 +25,7 @@ import (
 // a checkout: three git processes an atom (its files, the merge's tree,
 // the commit), where a worktree per atom would take a dozen.
 func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeBatchResult, error) {
-	stop := a.heartbeat(ctx, fmt.Sprintf("merge %d branches into %s", len(in.Atoms), in.Base))
+	ctx, stop := a.heartbeat(ctx, fmt.Sprintf("merge %d branches into %s", len(in.Atoms), in.Base))
 	defer stop()
 	if in.Base == "" || len(in.Atoms) == 0 || slices.ContainsFunc(in.Atoms, func(m MergeAtom) bool { return m.Branch == "" }) {
 		return MergeBatchResult{}, nonRetryable(errors.New("merge: no base, no branches, or a branch without a name"))

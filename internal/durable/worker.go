@@ -28,8 +28,10 @@ type WorkerOptions struct {
 	// once on this worker (default 4).
 	MaxActivities int
 	// Grace is how long a stopping worker lets its running activities
-	// finish before their contexts are cancelled (agents killed, worktrees
-	// removed; Temporal retries them on another worker). Default 10s.
+	// finish before their contexts are cancelled: agents killed with their
+	// process trees, worktrees removed, and each activity failed at once
+	// with a retryable failure (Temporal retries it on another worker
+	// without waiting for a heartbeat timeout). Default 10s.
 	Grace time.Duration
 	// Heartbeat: see Activities.Heartbeat.
 	Heartbeat time.Duration
@@ -80,6 +82,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	acts := &Activities{Cache: o.CacheDir, Identity: o.Identity, NewAgent: o.NewAgent, Heartbeat: o.Heartbeat}
 	hl, stopHTTP := o.serve()
 	defer stopHTTP()
+	acts.handBack = &handBack{client: o.Client, identity: o.Identity}
 	acts.sweep(ctx)
 
 	w := worker.New(o.Client, o.TaskQueue, o.observed(hl, worker.Options{
@@ -106,6 +109,10 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	<-ctx.Done()
 	hl.set(false, "stopping")
 	w.Stop()
+	// Stop returns as soon as it has cancelled what outlived the grace:
+	// wait for those to kill their agents, remove their worktrees and
+	// hand themselves back (shutdown.go).
+	acts.handBack.wait(cleanupTimeout)
 	return nil
 }
 
