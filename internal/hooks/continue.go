@@ -34,6 +34,9 @@ func decideContinue(ctx context.Context, o *Options, in Input) (Decision, error)
 	if err != nil || l == nil {
 		return Decision{}, err
 	}
+	if o.Event != SubagentStop {
+		_ = journalSessionUsage(l.path, in) // best effort: the decision does not wait on it
+	}
 	// One locked read-validate-update decides; when no atom is left it stops
 	// short, the base case runs outside the lock (it may take minutes), and
 	// a second update decides with the verdict, which counts only if no atom

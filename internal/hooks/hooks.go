@@ -68,6 +68,7 @@ type Input struct {
 	AgentType      string          `json:"agent_type"` // the subagent's type, e.g. "aot-loop:probe"
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
+	TranscriptPath string          `json:"transcript_path"` // the session's transcript (Claude Code)
 }
 
 // maxInput bounds what is read from stdin: a Write of a large file carries

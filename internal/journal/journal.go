@@ -97,6 +97,11 @@ const PermissionDenied = "permission_denied"
 // it tried again. Journaled at the attempt's end, one per retry.
 const ModelRetry = "model_retry"
 
+// SessionUsage: the tokens an in-session loop's owning session used since
+// its last stop, from its transcript (tokens; data: session,
+// input_tokens, output_tokens). Journaled by the session's stop hook.
+const SessionUsage = "session_usage"
+
 // AttemptRetry: Temporal retries an activity of a loop on Temporal (an
 // attempt, a merge, a verification) after an infrastructure failure (a
 // worker died, the remote refused); journaled by the client that saw it;
