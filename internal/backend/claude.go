@@ -96,6 +96,7 @@ func (c *Claude) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	}
 	extra = append(extra, c.Env...)
 	log, closeLog := openLog(Env{Log: c.Log}, t)
+	logPrompt(log, text)
 	defer closeLog()
 	st := &claudeStream{workdir: t.Workdir, activity: agent.ActivityFunc(ctx), usage: map[string]claudeUsage{}}
 	p := &Process{Bin: c.Bin, Args: c.args(t.Role), Env: extra, Dir: t.Workdir, Stdin: []byte(text),

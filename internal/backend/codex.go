@@ -82,6 +82,7 @@ func (c *Codex) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	}
 	defer cleanup()
 	log, closeLog := openLog(c.env, t)
+	logPrompt(log, text)
 	defer closeLog()
 
 	s := &codexStream{activity: agent.ActivityFunc(ctx), workdir: t.Workdir, started: map[string]bool{}}

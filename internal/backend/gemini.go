@@ -74,6 +74,7 @@ func (g *Gemini) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		return agent.Result{}, &agent.AttemptError{Kind: agent.KindCrash, Reason: fmt.Sprintf("render the %s prompt: %v", t.Role, err)}
 	}
 	log, closeLog := openLog(Env{Log: g.Log}, t)
+	logPrompt(log, text)
 	defer closeLog()
 
 	runCtx, cancel := context.WithCancelCause(ctx)

@@ -188,6 +188,7 @@ func (l *llm) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		defer cancel()
 	}
 	log, closeLog := openLog(l.env, t)
+	logPrompt(log, text)
 	defer closeLog()
 	fmt.Fprintf(log, "%s request, model %s\n--- prompt ---\n%s", l.name, l.model, text)
 

@@ -204,6 +204,12 @@ func shellQuote(s string) string {
 }
 
 // openLog opens t's log through env, or discards.
+// logPrompt starts an attempt's log with the prompt the agent was given,
+// so that aot logs and the dashboard show what it was asked.
+func logPrompt(log io.Writer, prompt string) {
+	fmt.Fprintf(log, "--- prompt ---\n%s\n--- end of prompt ---\n", strings.TrimRight(prompt, "\n"))
+}
+
 func openLog(env Env, t agent.Task) (io.Writer, func()) {
 	if env.Log == nil {
 		return io.Discard, func() {}
