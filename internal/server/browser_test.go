@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -484,6 +487,35 @@ func TestTheLoopPageFollowsATailOpenedLateOpensAnAtomFromTheGraphAndIsDarkInDark
 		}
 	}
 	b.screenshot("dashboard-loop-dark")
+	// The same page in light mode: the same layout (every panel where it
+	// was, as wide), other colours.
+	columns := `JSON.stringify([...document.querySelectorAll('.loop-head, .panel, .graph')].map(e => { const r = e.getBoundingClientRect(); return [e.className, Math.round(r.x), Math.round(r.width)]; }))`
+	shot := func() image.Image {
+		t.Helper()
+		b.eval(`window.scrollTo(0, 0)`)
+		sctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+		defer cancel()
+		data, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		img, err := pngDecode(data)
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		return img
+	}
+	darkCols, darkShot, darkBody := b.eval(columns), shot(), b.eval(`getComputedStyle(document.body).backgroundColor`)
+	b.colorScheme("light")
+	b.until("the light scheme applies", `getComputedStyle(document.body).backgroundColor !== `+fmt.Sprintf("%q", darkBody))
+	lightCols, lightShot := b.eval(columns), shot()
+	if darkCols != lightCols {
+		t.Errorf("the layout differs between the schemes:\ndark  %v\nlight %v", darkCols, lightCols)
+	}
+	if darkShot.Bounds() != lightShot.Bounds() || sameCorner(darkShot, lightShot) {
+		t.Errorf("the dark screenshot (%v) is not the light one (%v) in other colours", darkShot.Bounds(), lightShot.Bounds())
+	}
+	b.colorScheme("dark")
 
 	// A node opens its atom: the whole description and its attempts.
 	b.do("clicking T1 in the graph", chromedp.Click(chromedp.CSS(`[data-panel=graph] g.node[data-atom="T1"]`)))
@@ -518,4 +550,15 @@ func TestTheLoopPageFollowsATailOpenedLateOpensAnAtomFromTheGraphAndIsDarkInDark
 	if errs := b.pageErrors(); errs != "" {
 		t.Error(errs)
 	}
+}
+
+func pngDecode(data []byte) (image.Image, error) { return png.Decode(bytes.NewReader(data)) }
+
+// sameCorner reports whether two screenshots have the same colour at the
+// page's top left corner (the page's background).
+func sameCorner(a, b image.Image) bool {
+	p := a.Bounds().Min.Add(image.Pt(2, 2))
+	r1, g1, b1, _ := a.At(p.X, p.Y).RGBA()
+	r2, g2, b2, _ := b.At(p.X, p.Y).RGBA()
+	return r1 == r2 && g1 == g2 && b1 == b2
 }
