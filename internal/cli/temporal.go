@@ -40,9 +40,8 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 	defer c.Close()
 	so := durable.StartOptions{
 		StateFile: opts.Global.StateFile, TaskQueue: opts.TaskQueue, Remote: opts.Remote,
-		Agent:       durable.AgentChoice{Agent: opts.Agent, Model: opts.Model, Command: opts.AgentCommand, Roles: rolesMap(opts.Roles)},
-		MaxParallel: opts.MaxParallel, MaxIterations: opts.MaxIterations, AgentTimeout: opts.AgentTimeout,
-		Attach: opts.Attach,
+		Agent:    durable.AgentChoice{Agent: opts.Agent, Model: opts.Model, Command: opts.AgentCommand, Roles: rolesMap(opts.Roles)},
+		Settings: opts.Settings, Attach: opts.Attach,
 	}
 	so.Address, so.Namespace = durable.Where()
 	if opts.AgentCommand != "" && opts.Attach == "" {

@@ -124,15 +124,14 @@ func integrationBranch(workflowID string) string { return "aot/" + workflowID + 
 
 // StartOptions are aot run's for the Temporal engine.
 type StartOptions struct {
-	StateFile     string
-	TaskQueue     string
-	Remote        string // the git remote workers use; default origin
-	Agent         AgentChoice
-	MaxParallel   int
-	MaxIterations int
-	AgentTimeout  time.Duration
-	Address       string // for the marker: where the client connected
-	Namespace     string
+	StateFile string
+	TaskQueue string
+	Remote    string // the git remote workers use; default origin
+	Agent     AgentChoice
+	// Settings are the run's own choices, carried whole in LoopInput.
+	engine.Settings
+	Address   string // for the marker: where the client connected
+	Namespace string
 	// Attach is a workflow to reattach to on purpose (aot run --attach
 	// ID), whichever loop it runs: its state is projected into StateFile.
 	Attach string
@@ -225,8 +224,7 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 		project = ""
 	}
 	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: m.Base, BaseCommit: base, Agent: o.Agent,
-		MaxParallel: o.MaxParallel, MaxIterations: o.MaxIterations, AgentTimeout: o.AgentTimeout,
-		Project: filepath.ToSlash(project), StateFile: filepath.ToSlash(rel)}
+		Settings: o.Settings, Project: filepath.ToSlash(project), StateFile: filepath.ToSlash(rel)}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: o.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
