@@ -93,7 +93,17 @@ on a terminal or not (a pipe, a file, CI): --quiet leaves only the final
 outcome line. With --json, stdout holds only the JSON document and the
 progress lines go to stderr (--quiet silences them). JSON: {reason,
 exit_code, message, iterations, resolved, unresolved, usage, waits?,
-elapsed}.
+elapsed}, with either engine.
+
+With --engine temporal the run's settings travel with the workflow:
+--max-parallel, --max-iterations, --agent-timeout, --no-wait, and
+--check-timeout for the base case the workers check. --isolation may be
+auto or worktree there (every attempt runs in a worktree of its own on a
+worker). What only a local run has is refused with --engine temporal:
+--isolation none or shared, --keep-failed, --worktree-dir, --confine (each
+worker confines the agents it runs) and --detach; --task-queue, --remote
+and --attach are refused without it. AOT_WORKTREE_DIR is read by local
+runs only.
 
 ` + engine.ExitCodes
 

@@ -137,6 +137,13 @@ type StartOptions struct {
 	Attach string
 }
 
+// Input is in with what aot run chose for the loop: its agents and its
+// settings, whole. Start starts the workflow with it.
+func (o StartOptions) Input(in LoopInput) LoopInput {
+	in.Agent, in.Settings = o.Agent, o.Settings
+	return in
+}
+
 // ErrNoRemote: workers on other machines need a git remote to fetch from.
 var ErrNoRemote = errors.New("the Temporal engine needs a git remote the workers can reach")
 
@@ -223,8 +230,8 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	if project == "." || strings.HasPrefix(project, "..") {
 		project = ""
 	}
-	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: m.Base, BaseCommit: base, Agent: o.Agent,
-		Settings: o.Settings, Project: filepath.ToSlash(project), StateFile: filepath.ToSlash(rel)}
+	in := o.Input(LoopInput{State: state.Marshal(s), Repo: repo, Base: m.Base, BaseCommit: base,
+		Project: filepath.ToSlash(project), StateFile: filepath.ToSlash(rel)})
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: o.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,

@@ -288,4 +288,8 @@ type Outcome struct {
 	Reason   string `json:"reason"`
 	ExitCode int    `json:"exit_code"`
 	Message  string `json:"message"`
+	// Run is the whole outcome as a local run reports it (iterations,
+	// usage, elapsed, ...), when the loop ended in the workflow's Core;
+	// absent from workflows that ended before it was recorded.
+	Run *engine.Outcome `json:"run,omitempty"`
 }

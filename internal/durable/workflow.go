@@ -552,7 +552,7 @@ func (l *loop) finish(out engine.Outcome) Outcome {
 	}
 	out = l.core.End(out, "the merged work is on branch "+l.in.Base+" of "+l.in.Repo)
 	l.cleanBranches()
-	o := Outcome{Reason: string(out.Reason), ExitCode: out.ExitCode, Message: out.Message}
+	o := Outcome{Reason: string(out.Reason), ExitCode: out.ExitCode, Message: out.Message, Run: &out}
 	l.outcome = &o
 	return o
 }
