@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/engine"
@@ -18,9 +19,10 @@ import (
 func TestWorkflowHandsTheRunsSettingsToItsActivities(t *testing.T) {
 	w := newWorld()
 	r := newRun(t, w)
-	var checkTimeouts []time.Duration
+	var checkTimeouts, bounds []time.Duration
 	r.env.OnActivity(VerifyActivity, mock.Anything, mock.Anything).Return(func(ctx context.Context, in VerifyInput) (VerifyResult, error) {
 		checkTimeouts = append(checkTimeouts, in.CheckTimeout)
+		bounds = append(bounds, activity.GetInfo(ctx).StartToCloseTimeout)
 		return w.verify(ctx, in)
 	})
 	in := input(loopState(state.Constraints{}, []state.Atom{atom("A"), atom("B", "A")}, nil))
@@ -30,9 +32,14 @@ func TestWorkflowHandsTheRunsSettingsToItsActivities(t *testing.T) {
 	if len(checkTimeouts) == 0 {
 		t.Fatal("nothing was verified")
 	}
-	for _, ct := range checkTimeouts {
+	for i, ct := range checkTimeouts {
 		if ct != 7*time.Second {
 			t.Errorf("a verification ran with check timeout %s, want the run's 7s", ct)
+		}
+		// The verification may take the agent's time (a judge) and its
+		// one check's.
+		if want := 3*time.Minute + attemptMargin + 7*time.Second; bounds[i] != want {
+			t.Errorf("a verification was bounded by %s, want %s", bounds[i], want)
 		}
 	}
 	for _, a := range w.attempts {

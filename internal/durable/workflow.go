@@ -636,7 +636,7 @@ func cleanOptions() workflow.ActivityOptions {
 
 func (l *loop) verifyOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: l.agentTimeout() + attemptMargin,
+		StartToCloseTimeout: l.agentTimeout() + attemptMargin + l.checksTime(),
 		HeartbeatTimeout:    attemptHeartbeat,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 3},
 	}
