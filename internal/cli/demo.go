@@ -78,7 +78,7 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 		fmt.Fprintf(out, "demo project: %s\n\n", dir)
 	}
 	cmdline := shellQuote(opts.self) + " demo-agent --pace " + opts.Pace.String()
-	eo := engine.Options{StateFile: path, Agent: &agent.Exec{Command: cmdline}, AgentTimeout: time.Minute}
+	eo := engine.Options{Settings: engine.Settings{AgentTimeout: time.Minute}, StateFile: path, Agent: &agent.Exec{Command: cmdline}}
 	if !opts.Global.JSON {
 		eo.Progress = out
 	}

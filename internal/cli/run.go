@@ -25,30 +25,26 @@ import (
 )
 
 type runOptions struct {
-	IO            *streams
-	Global        *globalOptions
-	Agent         string
-	Model         string
-	Roles         []string
-	AgentCommand  string
-	MaxParallel   int
-	MaxIterations int
-	AgentTimeout  time.Duration
-	Verbose       bool // accepted for old scripts: progress is printed by default
-	Quiet         bool
-	NoWait        bool
-	Detach        bool     // start the engine in the background and return (detach.go)
-	self          string   // the path that runs aot again, for --detach
-	argv          []string // the command line, for --detach
-	Isolation     string
-	KeepFailed    bool
-	WorktreeDir   string
-	Confine       string // auto or off
-	CheckTimeout  time.Duration
-	Engine        string // local or temporal
-	TaskQueue     string // temporal: the workers' task queue
-	Remote        string // temporal: the git remote the workers use
-	Attach        string // temporal: a workflow id to reattach to on purpose
+	IO           *streams
+	Global       *globalOptions
+	Agent        string
+	Model        string
+	Roles        []string
+	AgentCommand string
+	// Settings are the run's own choices, handed whole to either engine
+	// (engine.Options, or the Temporal workflow's input).
+	engine.Settings
+	Verbose     bool // accepted for old scripts: progress is printed by default
+	Quiet       bool
+	Detach      bool     // start the engine in the background and return (detach.go)
+	self        string   // the path that runs aot again, for --detach
+	argv        []string // the command line, for --detach
+	WorktreeDir string
+	Confine     string // auto or off
+	Engine      string // local or temporal
+	TaskQueue   string // temporal: the workers' task queue
+	Remote      string // temporal: the git remote the workers use
+	Attach      string // temporal: a workflow id to reattach to on purpose
 
 	// The agents, built from the agents file and the flags before the state
 	// file is looked at: a usage error comes first.
@@ -97,7 +93,17 @@ on a terminal or not (a pipe, a file, CI): --quiet leaves only the final
 outcome line. With --json, stdout holds only the JSON document and the
 progress lines go to stderr (--quiet silences them). JSON: {reason,
 exit_code, message, iterations, resolved, unresolved, usage, waits?,
-elapsed}.
+elapsed}, with either engine.
+
+With --engine temporal the run's settings travel with the workflow:
+--max-parallel, --max-iterations, --agent-timeout, --no-wait, and
+--check-timeout for the base case the workers check. --isolation may be
+auto or worktree there (every attempt runs in a worktree of its own on a
+worker). What only a local run has is refused with --engine temporal:
+--isolation none or shared, --keep-failed, --worktree-dir, --confine (each
+worker confines the agents it runs) and --detach; --task-queue, --remote
+and --attach are refused without it. AOT_WORKTREE_DIR is read by local
+runs only.
 
 ` + engine.ExitCodes
 
@@ -116,9 +122,6 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 			if opts.Quiet && opts.Verbose {
 				return usagef("--quiet and --verbose contradict each other")
 			}
-			if opts.Detach && opts.Engine == engineTemporal {
-				return usagef("--detach starts the local engine; a Temporal workflow (--engine temporal) runs without aot run already")
-			}
 			if opts.MaxParallel < 0 || opts.MaxIterations < 0 {
 				return usagef("--max-parallel and --max-iterations must not be negative")
 			}
@@ -136,8 +139,8 @@ func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.C
 				}
 				opts.CheckTimeout = t
 			}
-			if opts.Attach != "" && opts.Engine != engineTemporal {
-				return usagef("--attach names a Temporal workflow: use it with --engine temporal")
+			if err := engineFlags(cmd.Flags(), opts); err != nil {
+				return err
 			}
 			if opts.Attach != "" { // the workflow has its agents
 				if runF != nil {
@@ -209,20 +212,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	defer stop()
 	// The logs go beside the journal, in the real state file's folder; the
 	// engine checks the state file before any agent runs.
-	eo := engine.Options{
-		StateFile:     opts.Global.StateFile,
-		Agent:         opts.agents,
-		Agents:        agentsDoc(opts.agentsCfg),
-		MaxParallel:   opts.MaxParallel,
-		MaxIterations: opts.MaxIterations,
-		AgentTimeout:  opts.AgentTimeout,
-		NoWait:        opts.NoWait,
-		Isolation:     opts.Isolation,
-		CheckTimeout:  opts.CheckTimeout,
-		KeepFailed:    opts.KeepFailed,
-		WorktreeDir:   opts.WorktreeDir,
-		Guard:         opts.guard,
-	}
+	eo := localOptions(opts)
 	if isTerminal(opts.IO.In) {
 		eo.Confirm = confirmOnTerminal(opts.IO)
 	}
@@ -259,6 +249,20 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return reported(out.ExitCode)
 	}
 	return nil
+}
+
+// localOptions are what the local engine runs with: the run's settings
+// whole, and what only a local run has (its agents built here, the
+// worktree folder, the guard).
+func localOptions(opts *runOptions) engine.Options {
+	return engine.Options{
+		Settings:    opts.Settings,
+		StateFile:   opts.Global.StateFile,
+		Agent:       opts.agents,
+		Agents:      agentsDoc(opts.agentsCfg),
+		WorktreeDir: opts.WorktreeDir,
+		Guard:       opts.guard,
+	}
 }
 
 // runDoc is aot run's JSON document: the outcome, and when the engine could

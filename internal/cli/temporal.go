@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/durable"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
@@ -38,12 +39,7 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	defer c.Close()
-	so := durable.StartOptions{
-		StateFile: opts.Global.StateFile, TaskQueue: opts.TaskQueue, Remote: opts.Remote,
-		Agent:       durable.AgentChoice{Agent: opts.Agent, Model: opts.Model, Command: opts.AgentCommand, Roles: rolesMap(opts.Roles)},
-		MaxParallel: opts.MaxParallel, MaxIterations: opts.MaxIterations, AgentTimeout: opts.AgentTimeout,
-		Attach: opts.Attach,
-	}
+	so := temporalStartOptions(opts)
 	so.Address, so.Namespace = durable.Where()
 	if opts.AgentCommand != "" && opts.Attach == "" {
 		fmt.Fprintln(opts.IO.ErrOut, "[temporal] --agent-command (or AOT_AGENT_COMMAND): workers must allow the loop's own command (aot worker --allow-loop-command PATTERN, --allow-loop-commands) unless it is theirs (aot worker --agent-command); a worker that refuses it stops the loop")
@@ -115,26 +111,62 @@ func runTemporal(ctx context.Context, opts *runOptions) error {
 		return reported(engine.ManualStop.ExitCode())
 	}
 	durable.ForgetMarker(opts.Global.StateFile)
-	if opts.Global.JSON {
-		writeJSON(opts.IO.Out, out)
+	landing := landTemporal(opts, m, out)
+	if opts.Global.JSON { // the document aot help run describes, as a local run's
+		doc := temporalOutcome(out, opts.Global.StateFile, m.Started)
+		if landing != "" {
+			doc.Landing = landing
+		}
+		writeJSON(opts.IO.Out, runDoc(doc))
 	} else {
 		verdict := opts.IO.status("stopped")
 		if out.Reason == string(engine.Completed) {
 			verdict = opts.IO.status("completed")
 		}
 		fmt.Fprintf(opts.IO.Out, "%s (%s): %s\n", verdict, out.Reason, out.Message)
-	}
-	switch landing := landTemporal(opts, m, out); {
-	case opts.Global.JSON:
-	case landing != "":
-		fmt.Fprintln(opts.IO.Out, landing)
-	default:
-		fmt.Fprintf(opts.IO.Out, "the merged work is on branch %s of %s: git fetch %s %s && git merge FETCH_HEAD takes it\n", m.Base, m.Repo, opts.Remote, m.Base)
+		if landing != "" {
+			fmt.Fprintln(opts.IO.Out, landing)
+		} else {
+			fmt.Fprintf(opts.IO.Out, "the merged work is on branch %s of %s: git fetch %s %s && git merge FETCH_HEAD takes it\n", m.Base, m.Repo, opts.Remote, m.Base)
+		}
 	}
 	if out.ExitCode != 0 {
 		return reported(out.ExitCode)
 	}
 	return nil
+}
+
+// temporalStartOptions are what the workflow starts with: the run's
+// settings whole, the agents the workers are to run, where to find them.
+func temporalStartOptions(opts *runOptions) durable.StartOptions {
+	return durable.StartOptions{
+		StateFile: opts.Global.StateFile, TaskQueue: opts.TaskQueue, Remote: opts.Remote,
+		Agent:    durable.AgentChoice{Agent: opts.Agent, Model: opts.Model, Command: opts.AgentCommand, Roles: rolesMap(opts.Roles)},
+		Settings: opts.Settings, Attach: opts.Attach,
+	}
+}
+
+// temporalOutcome is a workflow's outcome as a local run reports it: the
+// workflow's Core gives it whole; a workflow cancelled from outside (or
+// one that ended before the Core's outcome was recorded) has its counts
+// read from the projected state file.
+func temporalOutcome(out *durable.Outcome, stateFile string, started time.Time) engine.Outcome {
+	if out.Run != nil {
+		return *out.Run
+	}
+	doc := engine.Outcome{Reason: engine.Reason(out.Reason), ExitCode: out.ExitCode, Message: out.Message}
+	if s, err := state.NewStore(stateFile).Read(); err == nil {
+		doc.Iterations, doc.Unresolved = s.Control.Iteration, dag.Unresolved(s)
+		for i := range s.Atoms {
+			if s.Atoms[i].Status == state.StatusResolved {
+				doc.Resolved++
+			}
+		}
+	}
+	if !started.IsZero() {
+		doc.Elapsed = time.Since(started).Round(time.Millisecond).String()
+	}
+	return doc
 }
 
 // landTemporal lands a completed loop's work on the person's branch, as a

@@ -559,3 +559,28 @@ func TestCleanDeletesOnlyTheLoopsAtomBranches(t *testing.T) {
 		t.Error("a prefix that is not a folder of branches was accepted")
 	}
 }
+
+// aot run --check-timeout reaches the workers: a base-case command that
+// sets no timeout of its own is killed at the loop's check timeout, not at
+// the 60s default.
+func TestVerifyKillsACommandAtTheLoopsCheckTimeout(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{"a.txt": "a\n"})
+	a := newActivities(t)
+	slow := []byte(strings.Replace(verifyState, "%s", `      - item: "takes its time"
+        check:
+          type: command
+          value: "sleep 30"`, 1))
+	start := time.Now()
+	r, err := a.Verify(context.Background(), VerifyInput{Repo: repo, Commit: seed, State: slow, CheckTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the verification took %s with a 1s check timeout", took)
+	}
+	failures := engine.Failures(r.Report)
+	if r.Report.Passed || len(failures) != 1 || !strings.Contains(failures[0], "timed out after 1s") {
+		t.Errorf("verdict %+v, failures %q: want the slow check timed out after 1s", r.Report.Passed, failures)
+	}
+	noWorktrees(t, a)
+}

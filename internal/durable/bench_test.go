@@ -59,7 +59,7 @@ func localLoop(b *testing.B, n, parallel int) time.Duration {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	out, err := engine.Run(context.Background(), engine.Options{StateFile: sf, Agent: ag, MaxParallel: parallel, Isolation: engine.IsolationWorktree})
+	out, err := engine.Run(context.Background(), engine.Options{Settings: engine.Settings{MaxParallel: parallel, Isolation: engine.IsolationWorktree}, StateFile: sf, Agent: ag})
 	if err != nil || out.Reason != engine.Completed {
 		b.Fatalf("%+v %v", out, err)
 	}
@@ -107,7 +107,7 @@ func temporalLoop(b *testing.B, c client.Client, queue string, n, parallel int) 
 	s := benchState(n, parallel)
 	s.Control.Status = state.ControlRunning
 	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: "integration/" + id, BaseCommit: seed,
-		Agent: AgentChoice{Agent: "exec", Command: benchAgent}, MaxParallel: parallel, AgentTimeout: time.Minute}
+		Agent: AgentChoice{Agent: "exec", Command: benchAgent}, Settings: engine.Settings{MaxParallel: parallel, AgentTimeout: time.Minute}}
 	start := time.Now()
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue}, WorkflowName, in)
 	if err != nil {

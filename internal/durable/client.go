@@ -124,18 +124,24 @@ func integrationBranch(workflowID string) string { return "aot/" + workflowID + 
 
 // StartOptions are aot run's for the Temporal engine.
 type StartOptions struct {
-	StateFile     string
-	TaskQueue     string
-	Remote        string // the git remote workers use; default origin
-	Agent         AgentChoice
-	MaxParallel   int
-	MaxIterations int
-	AgentTimeout  time.Duration
-	Address       string // for the marker: where the client connected
-	Namespace     string
+	StateFile string
+	TaskQueue string
+	Remote    string // the git remote workers use; default origin
+	Agent     AgentChoice
+	// Settings are the run's own choices, carried whole in LoopInput.
+	engine.Settings
+	Address   string // for the marker: where the client connected
+	Namespace string
 	// Attach is a workflow to reattach to on purpose (aot run --attach
 	// ID), whichever loop it runs: its state is projected into StateFile.
 	Attach string
+}
+
+// Input is in with what aot run chose for the loop: its agents and its
+// settings, whole. Start starts the workflow with it.
+func (o StartOptions) Input(in LoopInput) LoopInput {
+	in.Agent, in.Settings = o.Agent, o.Settings
+	return in
 }
 
 // ErrNoRemote: workers on other machines need a git remote to fetch from.
@@ -224,9 +230,8 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	if project == "." || strings.HasPrefix(project, "..") {
 		project = ""
 	}
-	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: m.Base, BaseCommit: base, Agent: o.Agent,
-		MaxParallel: o.MaxParallel, MaxIterations: o.MaxIterations, AgentTimeout: o.AgentTimeout,
-		Project: filepath.ToSlash(project), StateFile: filepath.ToSlash(rel)}
+	in := o.Input(LoopInput{State: state.Marshal(s), Repo: repo, Base: m.Base, BaseCommit: base,
+		Project: filepath.ToSlash(project), StateFile: filepath.ToSlash(rel)})
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: o.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,

@@ -50,7 +50,7 @@ func TestAotRunOnTemporalDetachesReattachesAndProjects(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "go")
 	opts := StartOptions{StateFile: sf, TaskQueue: queue, Agent: AgentChoice{Agent: "exec",
 		Command: writesItsFile(`i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; `)},
-		AgentTimeout: 2 * time.Minute}
+		Settings: engine.Settings{AgentTimeout: 2 * time.Minute}}
 
 	m, attached, err := Start(context.Background(), c, opts)
 	if err != nil || attached {
@@ -153,7 +153,7 @@ func TestAotStopCancelsATemporalLoopMidRun(t *testing.T) {
 	c := dialDev(t, addr)
 	sf := clientProject(t, repo)
 	pidDir := t.TempDir()
-	opts := StartOptions{StateFile: sf, TaskQueue: queue, AgentTimeout: 2 * time.Minute,
+	opts := StartOptions{StateFile: sf, TaskQueue: queue, Settings: engine.Settings{AgentTimeout: 2 * time.Minute},
 		Agent: AgentChoice{Agent: "exec", Command: `echo $$ > ` + pidDir + `/$AOT_ATOM_ID.pid; exec sleep 120`}}
 	m, _, err := Start(context.Background(), c, opts)
 	if err != nil {

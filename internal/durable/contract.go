@@ -46,10 +46,11 @@ type LoopInput struct {
 	// Agent is what runs each role on the workers (as aot run's flags and
 	// .claude/aot-agents.yaml choose it).
 	Agent AgentChoice `json:"agent"`
-	// Bounds of this run (0: the state's constraints).
-	MaxParallel   int           `json:"max_parallel,omitempty"`
-	MaxIterations int           `json:"max_iterations,omitempty"`
-	AgentTimeout  time.Duration `json:"agent_timeout,omitempty"`
+	// Settings are aot run's choices for this run, whole (their JSON
+	// fields sit at this level: max_parallel, agent_timeout, ...; each is
+	// optional, so that recorded histories still read). The Core and the
+	// activities read them from here.
+	engine.Settings
 	// ContinueAfter is how many activities (attempts and merges) one
 	// workflow run finishes before it continues as new (0: 2,000, about
 	// 12,000 history events); the server's suggestion and a history of
@@ -238,7 +239,10 @@ type VerifyInput struct {
 	Judge   bool          `json:"judge,omitempty"`
 	Agent   AgentChoice   `json:"agent"`
 	Timeout time.Duration `json:"timeout,omitempty"` // per judge
-	Loop    string        `json:"loop,omitempty"`
+	// CheckTimeout bounds each base-case command without a timeout of
+	// its own (aot run --check-timeout; 0: the default).
+	CheckTimeout time.Duration `json:"check_timeout,omitempty"`
+	Loop         string        `json:"loop,omitempty"`
 	// StateFile is the state file's path in the repository (for the
 	// project's own judge template).
 	StateFile string `json:"state_file,omitempty"`
@@ -284,4 +288,8 @@ type Outcome struct {
 	Reason   string `json:"reason"`
 	ExitCode int    `json:"exit_code"`
 	Message  string `json:"message"`
+	// Run is the whole outcome as a local run reports it (iterations,
+	// usage, elapsed, ...), when the loop ended in the workflow's Core;
+	// absent from workflows that ended before it was recorded.
+	Run *engine.Outcome `json:"run,omitempty"`
 }

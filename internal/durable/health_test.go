@@ -16,6 +16,8 @@ import (
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/aot-loop/aot/internal/engine"
 )
 
 // tcpProxy forwards connections from a loopback port to target until it
@@ -206,8 +208,8 @@ func TestWorkerMetricsHealthAndBuildID(t *testing.T) {
 	held := "it-held-" + strings.ToLower(t.Name())
 	gitT(t, repo, "branch", integration(held), seed)
 	if _, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: held, TaskQueue: queue}, WorkflowName,
-		LoopInput{State: fourAtoms(), Repo: repo, Base: integration(held), BaseCommit: seed,
-			Agent: AgentChoice{Agent: "exec", Command: writesItsFile("sleep 60; ")}, AgentTimeout: 2 * time.Minute}); err != nil {
+		LoopInput{Settings: engine.Settings{AgentTimeout: 2 * time.Minute}, State: fourAtoms(), Repo: repo, Base: integration(held), BaseCommit: seed,
+			Agent: AgentChoice{Agent: "exec", Command: writesItsFile("sleep 60; ")}}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {

@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -70,8 +71,8 @@ func TestAttemptsFinishingTogetherAreMergedInBatches(t *testing.T) {
 	id := "it-merge-batches"
 	base := integration(id)
 	gitT(t, repo, "branch", base, seed)
-	in := LoopInput{State: state.Marshal(s), Repo: repo, Base: base, BaseCommit: seed,
-		Agent: AgentChoice{Agent: "exec", Command: agentCmd}, AgentTimeout: 2 * time.Minute}
+	in := LoopInput{Settings: engine.Settings{AgentTimeout: 2 * time.Minute}, State: state.Marshal(s), Repo: repo, Base: base, BaseCommit: seed,
+		Agent: AgentChoice{Agent: "exec", Command: agentCmd}}
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue}, WorkflowName, in)
 	if err != nil {
 		t.Fatal(err)

@@ -54,8 +54,8 @@ func startLoop(t *testing.T, c client.Client, queue, repo, seed, command string)
 	t.Helper()
 	id := "it-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	gitT(t, repo, "branch", integration(id), seed)
-	in := LoopInput{State: fourAtoms(), Repo: repo, Base: integration(id), BaseCommit: seed,
-		Agent: AgentChoice{Agent: "exec", Command: command}, AgentTimeout: 2 * time.Minute}
+	in := LoopInput{Settings: engine.Settings{AgentTimeout: 2 * time.Minute}, State: fourAtoms(), Repo: repo, Base: integration(id), BaseCommit: seed,
+		Agent: AgentChoice{Agent: "exec", Command: command}}
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue}, WorkflowName, in)
 	if err != nil {
 		t.Fatal(err)

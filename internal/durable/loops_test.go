@@ -74,7 +74,7 @@ func TestTwoClonesWithDifferentGoalsRunApartOnOneRemote(t *testing.T) {
 	sf2 := cloneWithLoop(t, repo, "files P and Q", sameID, state.Constraints{}, "P", "Q")
 	gate := filepath.Join(t.TempDir(), "go")
 	opts := func(sf string) StartOptions {
-		return StartOptions{StateFile: sf, TaskQueue: queue, AgentTimeout: 2 * time.Minute, Agent: AgentChoice{Agent: "exec",
+		return StartOptions{StateFile: sf, TaskQueue: queue, Settings: engine.Settings{AgentTimeout: 2 * time.Minute}, Agent: AgentChoice{Agent: "exec",
 			Command: writesItsFile(`i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; `)}}
 	}
 
@@ -214,7 +214,7 @@ worker:H) sleep 300 & echo $! >> ` + pids + `; echo $$ >> ` + pids + `; wait;;
 *) echo '{"feasible": false, "findings": "no", "atoms": []}';;
 esac`
 	sf := cloneWithLoop(t, repo, "three rows", "", state.Constraints{MaxParallelAgents: 4, MaxAttemptsPerAtom: 1, MaxIterations: 3, MaxStallCount: 2}, "W", "L", "O", "H")
-	m, _, err := Start(context.Background(), c, StartOptions{StateFile: sf, TaskQueue: queue, AgentTimeout: 3 * time.Second,
+	m, _, err := Start(context.Background(), c, StartOptions{StateFile: sf, TaskQueue: queue, Settings: engine.Settings{AgentTimeout: 3 * time.Second},
 		Agent: AgentChoice{Agent: "exec", Command: script}})
 	if err != nil {
 		t.Fatal(err)

@@ -215,7 +215,7 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 		}
 		judgeLog = markAttemptLog(dirs, "base_case", string(agent.Judge), 1)
 	}
-	out, err := engine.CheckBaseCase(ctx, s, m.IntegrationDir(), judge, in.Timeout, 0)
+	out, err := engine.CheckBaseCase(ctx, s, m.IntegrationDir(), judge, in.Timeout, in.CheckTimeout)
 	if lg := judgeLog.since(a.identity()); judge != nil && lg != nil && err == nil {
 		out.Logs = map[string]string{lg.Name: lg.Text}
 	}

@@ -121,8 +121,7 @@ func Loop(ctx workflow.Context, in LoopInput) (Outcome, error) {
 	if in.Carry.Head != "" {
 		l.head = in.Carry.Head
 	}
-	l.core = engine.NewCore(s, engine.CoreOptions{
-		MaxParallel: in.MaxParallel, MaxIterations: in.MaxIterations, AgentTimeout: in.AgentTimeout,
+	l.core = engine.NewCore(s, engine.CoreOptions{Settings: in.Settings,
 		Workdir: in.Project, StateFile: in.StateFile, Agents: in.Agent.describe(), Carry: in.Carry.Core,
 	}, l)
 	if err := l.register(ctx); err != nil {
@@ -351,7 +350,7 @@ func (l *loop) Drain() {
 // worker.
 func (l *loop) Checks(judges bool) (verify.Report, error) {
 	in := VerifyInput{Repo: l.in.Repo, Commit: l.head, State: state.Marshal(l.core.State()), Project: l.in.Project,
-		Judge: judges, Agent: l.in.Agent, Timeout: l.agentTimeout(), Loop: l.id, StateFile: l.in.StateFile}
+		Judge: judges, Agent: l.in.Agent, Timeout: l.agentTimeout(), CheckTimeout: l.in.CheckTimeout, Loop: l.id, StateFile: l.in.StateFile}
 	var v VerifyResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, named(l.verifyOptions(), l.counted("verify"))), VerifyActivity, in).Get(l.ctx, &v)
 	l.finished++
@@ -553,7 +552,7 @@ func (l *loop) finish(out engine.Outcome) Outcome {
 	}
 	out = l.core.End(out, "the merged work is on branch "+l.in.Base+" of "+l.in.Repo)
 	l.cleanBranches()
-	o := Outcome{Reason: string(out.Reason), ExitCode: out.ExitCode, Message: out.Message}
+	o := Outcome{Reason: string(out.Reason), ExitCode: out.ExitCode, Message: out.Message, Run: &out}
 	l.outcome = &o
 	return o
 }
@@ -637,7 +636,7 @@ func cleanOptions() workflow.ActivityOptions {
 
 func (l *loop) verifyOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: l.agentTimeout() + attemptMargin,
+		StartToCloseTimeout: l.agentTimeout() + attemptMargin + l.checksTime(),
 		HeartbeatTimeout:    attemptHeartbeat,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 3},
 	}

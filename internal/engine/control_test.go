@@ -67,7 +67,7 @@ touch "$AOT_ATOM_ID.ok"; echo '{"success": true, "summary": "did it"}'`
 func TestARedirectStopsOnlyWhatItInvalidates(t *testing.T) {
 	path, dir, _ := scriptProject(t, []string{"A", "B"}, "test -f A.ok && test -f B.ok && test -f N.ok", nil)
 	ag := execAgent(dir, gated)
-	wait := startEngine(t, path, Options{Agent: ag, MaxParallel: 3})
+	wait := startEngine(t, path, Options{Settings: Settings{MaxParallel: 3}, Agent: ag})
 	waitFile(t, dir, "started-A.1")
 	waitFile(t, dir, "started-B.1")
 
@@ -118,7 +118,7 @@ func TestARedirectStopsOnlyWhatItInvalidates(t *testing.T) {
 func TestAHandEditDuringARunIsTakenAsARedirect(t *testing.T) {
 	path, dir, _ := scriptProject(t, []string{"A", "B"}, "test -f A.ok && test -f B.ok", nil)
 	ag := execAgent(dir, gated)
-	wait := startEngine(t, path, Options{Agent: ag, MaxParallel: 2, FlushInterval: 10 * time.Millisecond})
+	wait := startEngine(t, path, Options{Settings: Settings{MaxParallel: 2}, Agent: ag, FlushInterval: 10 * time.Millisecond})
 	waitFile(t, dir, "started-A.1")
 	waitFile(t, dir, "started-B.1")
 	// A person changes the goal in an editor: every agent restarts on the new goal.

@@ -70,12 +70,10 @@ type Finished struct {
 
 // CoreOptions configure a Core, as Options configure Run.
 type CoreOptions struct {
-	MaxParallel   int
-	MaxIterations int
-	AgentTimeout  time.Duration
-	RetryBackoff  time.Duration
-	MaxBackoff    time.Duration
-	NoWait        bool
+	// Settings are the run's own choices, as aot run's flags made them.
+	Settings
+	RetryBackoff time.Duration
+	MaxBackoff   time.Duration
 	// Workdir and StateFile are what the agents' tasks name: a driver
 	// whose agents run elsewhere gives them relative to the repository.
 	Workdir   string
@@ -127,8 +125,8 @@ type Carry struct {
 // run_start or run_resume event. s becomes the Core's.
 func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 	opts := Options{
-		MaxParallel: o.MaxParallel, MaxIterations: o.MaxIterations, AgentTimeout: o.AgentTimeout,
-		RetryBackoff: o.RetryBackoff, MaxBackoff: o.MaxBackoff, NoWait: o.NoWait,
+		Settings:     o.Settings,
+		RetryBackoff: o.RetryBackoff, MaxBackoff: o.MaxBackoff,
 		Workdir: o.Workdir, StateFile: o.StateFile, Agents: o.Agents,
 		Now: h.Now, Progress: sayTo{h}, Heartbeat: time.Hour,
 	}
@@ -409,7 +407,7 @@ func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent a
 	if checkTimeout <= 0 {
 		checkTimeout = verify.DefaultTimeout
 	}
-	e := newEngine(Options{Agent: judgeAgent, Workdir: dir, AgentTimeout: agentTimeout, CheckTimeout: checkTimeout})
+	e := newEngine(Options{Agent: judgeAgent, Workdir: dir, Settings: Settings{AgentTimeout: agentTimeout, CheckTimeout: checkTimeout}})
 	e.s = s
 	col := &collected{}
 	e.fx = col

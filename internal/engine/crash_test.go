@@ -44,7 +44,7 @@ func TestEngineHelperProcess(t *testing.T) {
 	if c := os.Getenv(crashEnv + "_AGENT"); c != "" {
 		a = &agent.Exec{Command: c}
 	}
-	_, _ = Run(context.Background(), Options{StateFile: path, Agent: a, FlushInterval: 20 * time.Millisecond, Isolation: os.Getenv(crashEnv + "_ISOLATION")})
+	_, _ = Run(context.Background(), Options{Settings: Settings{Isolation: os.Getenv(crashEnv + "_ISOLATION")}, StateFile: path, Agent: a, FlushInterval: 20 * time.Millisecond})
 	os.Exit(0)
 }
 

@@ -33,13 +33,11 @@ import (
 
 // Options configure one run.
 type Options struct {
+	// Settings are the run's own choices (aot run's flags).
+	Settings
 	StateFile     string
 	Agent         agent.Agent
 	Workdir       string        // where agents and checks run; default: the project root of StateFile
-	MaxParallel   int           // > 0 overrides constraints.max_parallel_agents for this run
-	MaxIterations int           // > 0 overrides constraints.max_iterations for this run
-	AgentTimeout  time.Duration // per agent attempt; default DefaultAgentTimeout
-	CheckTimeout  time.Duration // per base-case command without its own timeout; default verify.DefaultTimeout
 	PollInterval  time.Duration // how often stop and redirect requests are looked for; default 100ms
 	FlushInterval time.Duration // how far the state file may lag the journal; default 500ms
 	Progress      io.Writer     // live progress for people; nil = quiet
@@ -49,14 +47,6 @@ type Options struct {
 	// and DefaultMaxBackoff.
 	RetryBackoff time.Duration
 	MaxBackoff   time.Duration
-	// NoWait stops the loop on a usage-limit answer even when the agent said
-	// when its quota resets (exit 10), instead of waiting for the reset.
-	NoWait bool
-	// Isolation is how worker attempts are kept apart: IsolationAuto,
-	// IsolationWorktree, IsolationNone or IsolationShared (the zero value).
-	Isolation string
-	// KeepFailed keeps a failed attempt's worktree and branch for a look.
-	KeepFailed bool
 	// WorktreeDir is where the attempts' worktrees live, one folder per
 	// loop; default workspace.DefaultDir, in the user's cache folder.
 	WorktreeDir string

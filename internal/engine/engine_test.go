@@ -88,7 +88,7 @@ func succeedAndTouch(dir, last string) func(ctx context.Context, t agent.Task) (
 
 func runEngine(t *testing.T, path string, a agent.Agent, edit func(*Options)) Outcome {
 	t.Helper()
-	opts := Options{StateFile: path, Agent: a, AgentTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond, RetryBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+	opts := Options{Settings: Settings{AgentTimeout: 5 * time.Second}, StateFile: path, Agent: a, PollInterval: 10 * time.Millisecond, RetryBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}
 	if edit != nil {
 		edit(&opts)
 	}

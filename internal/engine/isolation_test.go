@@ -219,7 +219,7 @@ touch "$MARK/started-$AOT_ATOM_ID"; sleep 30`)
 
 	// The next run cleans the orphans first, then a stop mid-run removes
 	// the attempts it kills.
-	wait := startEngine(t, path, Options{Agent: &agent.Exec{Command: "sh " + hang}, Isolation: IsolationAuto, MaxParallel: 2})
+	wait := startEngine(t, path, Options{Settings: Settings{Isolation: IsolationAuto, MaxParallel: 2}, Agent: &agent.Exec{Command: "sh " + hang}})
 	_ = os.Remove(filepath.Join(mark, "started-A"))
 	_ = os.Remove(filepath.Join(mark, "started-B"))
 	waitFile(t, mark, "started-A")

@@ -65,7 +65,7 @@ func TestPropertyRealProcessesNeverOutliveTheRun(t *testing.T) {
 		ag := &agent.Exec{Command: "SEED=" + strconv.Itoa(seed) + " sh " + script}
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		start := time.Now()
-		out, err := Run(ctx, Options{StateFile: path, Agent: ag, AgentTimeout: 300 * time.Millisecond, PollInterval: 5 * time.Millisecond,
+		out, err := Run(ctx, Options{Settings: Settings{AgentTimeout: 300 * time.Millisecond}, StateFile: path, Agent: ag, PollInterval: 5 * time.Millisecond,
 			RetryBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 		cancel()
 		if err != nil {

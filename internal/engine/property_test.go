@@ -146,7 +146,7 @@ func TestPropertyAlwaysHaltsAndNeverFakesCompletion(t *testing.T) {
 		ca.w = [6]int{3 + r.IntN(10), r.IntN(4), r.IntN(2), r.IntN(3), r.IntN(3), r.IntN(4)}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		start := time.Now()
-		out, err := Run(ctx, Options{StateFile: path, Agent: ca, AgentTimeout: 20 * time.Millisecond, PollInterval: 5 * time.Millisecond, RetryBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+		out, err := Run(ctx, Options{Settings: Settings{AgentTimeout: 20 * time.Millisecond}, StateFile: path, Agent: ca, PollInterval: 5 * time.Millisecond, RetryBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 		cancel()
 		if err != nil {
 			t.Fatalf("seed %d: Run: %v", seed, err)
