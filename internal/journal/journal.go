@@ -300,7 +300,7 @@ func (j *Journal) verify() error {
 	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
 		data = data[:i+1] // a line cut in half by a truncation
 	}
-	ev := Event{Time: j.now(), Type: JournalLost, Data: map[string]any{}}
+	var lost JournalLostData
 	var why string
 	switch {
 	case at == nil:
@@ -308,9 +308,8 @@ func (j *Journal) verify() error {
 	case !os.SameFile(at, mine):
 		why = "the journal was replaced behind the engine's back; written back from the open file"
 	default:
-		lost := j.size - int64(len(data))
-		ev.Data["lost_bytes"] = lost
-		why = fmt.Sprintf("the journal was cut behind the engine's back: %d bytes of it are lost; the rest is kept, and the next checkpoint carries the loop's totals", lost)
+		lost.LostBytes = j.size - int64(len(data))
+		why = fmt.Sprintf("the journal was cut behind the engine's back: %d bytes of it are lost; the rest is kept, and the next checkpoint carries the loop's totals", lost.LostBytes)
 	}
 	dir := filepath.Dir(j.path)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -321,12 +320,11 @@ func (j *Journal) verify() error {
 	if at != nil && !os.SameFile(at, mine) {
 		kept := fmt.Sprintf("%s.replaced-%s", j.path, j.now().UTC().Format("20060102T150405.000Z"))
 		if err := os.Rename(j.path, kept); err == nil {
-			ev.Data["kept"] = kept
+			lost.Kept = kept
 			why += "; the file found there is kept in " + kept
 		}
 	}
-	ev.Reason = why
-	line, err := json.Marshal(ev)
+	line, err := json.Marshal(Event{Time: j.now(), Reason: why}.With(lost))
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -438,14 +436,29 @@ func decode(data []byte, path string, first int) ([]Event, []Skipped, int) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var e Event
-		if err := json.Unmarshal(line, &e); err != nil {
+		e, err := decodeLine(line)
+		if err != nil {
 			skipped = append(skipped, Skipped{Path: path, Line: n, Err: err.Error()})
 			continue
 		}
 		out = append(out, e)
 	}
 	return out, skipped, used
+}
+
+// decodeLine reads one line as an event. Numbers in its data keep their
+// digits (json.Number), so that a token count past 2^53 reads exactly.
+func decodeLine(line []byte) (Event, error) {
+	var e Event
+	if !json.Valid(line) {
+		return e, json.Unmarshal(line, &e) // the error of a line that is not JSON, as ever
+	}
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.UseNumber()
+	if err := d.Decode(&e); err != nil {
+		return Event{}, err
+	}
+	return e, nil
 }
 
 // Follower reads a journal as it grows (aot logs --follow, aot serve): each
@@ -598,8 +611,7 @@ func scanBack(path string) (cp *Event, after []byte, err error) {
 			if !bytes.Contains(line, word) {
 				continue
 			}
-			var e Event
-			if json.Unmarshal(line, &e) == nil && e.Type == Checkpoint {
+			if e, err := decodeLine(line); err == nil && e.Type == Checkpoint {
 				return &e, tail[nl+1:], nil
 			}
 		}
