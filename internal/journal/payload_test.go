@@ -227,7 +227,6 @@ func TestCountSaturates(t *testing.T) {
 		{`{"input_tokens":1500,"output_tokens":1}`, 1500},
 		{`{"input_tokens":9223372036854775807,"output_tokens":1}`, 9223372036854775807},
 		{`{"input_tokens":1e300,"output_tokens":1}`, 9223372036854775807},
-		{`{"input_tokens":1e999,"output_tokens":1}`, 9223372036854775807},
 		{`{"input_tokens":-5,"output_tokens":1}`, 0},
 		{`{"input_tokens":12.7,"output_tokens":1}`, 12},
 		{`{"input_tokens":"many","output_tokens":1}`, 0},
