@@ -49,6 +49,9 @@ func TestOldJournalsReadAndWriteBack(t *testing.T) {
 					t.Fatalf("%s:%d: %v", path, i+1, err)
 				}
 				strictDecode(t, ev, reflect.TypeOf(p))
+				if slow := viaJSON(ev, reflect.TypeOf(p)); !cmp.Equal(p, slow) {
+					t.Errorf("%s:%d: read directly %+v, through JSON %+v", path, i+1, p, slow)
+				}
 				again = ev.With(p)
 			} else if len(ev.Data) > 0 {
 				t.Errorf("%s:%d: a %s event with data %v and no payload type", path, i+1, ev.Type, ev.Data)
@@ -67,6 +70,16 @@ func TestOldJournalsReadAndWriteBack(t *testing.T) {
 			t.Errorf("no old journal line of type %s", typ)
 		}
 	}
+}
+
+// viaJSON reads ev's data as a typ through JSON, as DataOf does when it
+// cannot read a value directly.
+func viaJSON(ev Event, typ reflect.Type) Payload {
+	b, _ := json.Marshal(ev.Data)
+	p := reflect.New(typ)
+	_ = json.Unmarshal(b, p.Interface())
+	present(p.Elem(), ev.Data)
+	return p.Elem().Interface().(Payload)
 }
 
 // strictDecode fails when the event's data has a key the payload type does
@@ -129,6 +142,11 @@ func TestPayloadRoundTrip(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("read back (-written +read):\n%s", diff)
+			}
+			// In memory too (the engine replays, a Temporal workflow keeps
+			// its events): the data as the writer gave it reads the same.
+			if mem, _ := ev.Decode(); !cmp.Equal(want, mem) {
+				t.Errorf("read in memory: %s", cmp.Diff(want, mem))
 			}
 		})
 	}
@@ -240,5 +258,27 @@ func TestCountSaturates(t *testing.T) {
 		if d.InputTokens == nil || *d.InputTokens != tt.want || d.OutputTokens == nil || *d.OutputTokens != 1 {
 			t.Errorf("%s: input %v output %v, want %d and 1", tt.raw, d.InputTokens, d.OutputTokens, tt.want)
 		}
+	}
+}
+
+// A hand-edited line with values of other types reads as JSON reads it: the
+// fields that fit, the others zero.
+func TestDataOfWrongTypes(t *testing.T) {
+	for _, data := range []string{
+		`{"kind":5,"summary":"kept","artifacts":["a",3],"files":1.5,"input_tokens":"many","output_tokens":2}`,
+		`{"summary":["x"],"artifacts":"a","usage_unknown":"yes","check":null,"proposed":1e3}`,
+		`{"Summary":"other case","KIND":"crash"}`,
+	} {
+		ev, err := decodeLine([]byte(`{"time":"2026-11-25T10:00:00Z","type":"atom_finish","data":` + data + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := DataOf[AtomFinishData](ev), viaJSON(ev, reflect.TypeFor[AtomFinishData]())
+		if diff := cmp.Diff(want, Payload(got)); diff != "" {
+			t.Errorf("%s (-through JSON +read):\n%s", data, diff)
+		}
+	}
+	if d := DataOf[AtomFinishData](Event{Data: map[string]any{"summary": "kept", "kind": 5}}); d.Summary != "kept" || d.Kind != "" {
+		t.Errorf("read %+v, want the summary and no kind", d)
 	}
 }
