@@ -151,7 +151,9 @@ func setDirect(f reflect.Value, x any) bool {
 		var list []string
 		switch l := x.(type) {
 		case []string:
-			list = append([]string{}, l...)
+			if l != nil { // a nil list stays nil: written back null
+				list = append([]string{}, l...)
+			}
 		case []any:
 			list = make([]string, len(l))
 			for i, e := range l {
@@ -220,7 +222,7 @@ func (e Event) Decode() (Payload, error) {
 // flattened, empty omitempty fields left out; nil when nothing is left.
 func dataOf(p Payload) map[string]any {
 	m := map[string]any{}
-	addFields(m, reflect.ValueOf(p))
+	addFields(m, reflect.Indirect(reflect.ValueOf(p)))
 	if len(m) == 0 {
 		return nil
 	}
@@ -244,6 +246,9 @@ func addFields(m map[string]any, v reflect.Value) {
 		}
 		if strings.Contains(opts, "omitempty") && empty(fv) {
 			continue
+		}
+		if fv.Kind() == reflect.Pointer && !fv.IsNil() {
+			fv = fv.Elem() // the value, as readers in memory expect it
 		}
 		m[name] = fv.Interface()
 	}

@@ -282,3 +282,25 @@ func TestDataOfWrongTypes(t *testing.T) {
 		t.Errorf("read %+v, want the summary and no kind", d)
 	}
 }
+
+// A key written null when none (a redirect that stopped nothing) stays so,
+// read in memory or from its line, and written again.
+func TestNullListStaysNull(t *testing.T) {
+	var none []string
+	ev := Event{Time: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC), OK: Bool(true)}.With(RedirectData{Stopped: &none})
+	want := `{"time":"2026-11-25T10:00:00Z","type":"redirect","ok":true,"data":{"stopped":null}}`
+	line, _ := json.Marshal(ev)
+	if string(line) != want {
+		t.Fatalf("written %s, want %s", line, want)
+	}
+	fromLine, err := decodeLine(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []Event{ev, fromLine} {
+		again, _ := json.Marshal(Event{Time: e.Time, OK: e.OK}.With(DataOf[RedirectData](e)))
+		if string(again) != want {
+			t.Errorf("written again %s, want %s", again, want)
+		}
+	}
+}
