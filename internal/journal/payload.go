@@ -14,6 +14,7 @@ import (
 // without omitempty is always written; one with omitempty is left out when
 // zero, but a list only when nil (an empty list is written []); a pointer
 // field is a key written even when zero or null, when the pointer is set.
+// Payload types are flat: every field has a json key of its own.
 //
 // Event.Data stays the envelope every event travels in (the journal's lines,
 // aot status --json, the API, a Temporal workflow's status): writers fill it
@@ -61,13 +62,13 @@ func dataOfJSON[T Payload](e Event) T {
 // (the field's own type) holds; false when a value needs JSON. A status
 // reads every atom_finish of a journal: this is 10x quicker.
 func direct(v reflect.Value, data map[string]any) bool {
-	names := keysOf(v.Type())
-	if names == nil {
+	fs := fieldsOf(v.Type())
+	if fs == nil {
 		return false
 	}
 	matched := 0
-	for i, name := range names {
-		if x, ok := data[name]; ok {
+	for i, f := range fs {
+		if x, ok := data[f.key]; ok {
 			if !setDirect(v.Field(i), x) {
 				return false
 			}
@@ -79,26 +80,34 @@ func direct(v reflect.Value, data map[string]any) bool {
 
 var countType = reflect.TypeFor[Count]()
 
-// keys holds each payload type's keys, field by field (nil for a type
-// direct does not read).
-var keys sync.Map // reflect.Type -> []string
+// field is a payload field's key, and whether it is left out when empty.
+type field struct {
+	key       string
+	omitEmpty bool
+}
 
-func keysOf(t reflect.Type) []string {
-	if k, ok := keys.Load(t); ok {
-		return k.([]string)
+// fields holds each payload type's fields, in order.
+var fields sync.Map // reflect.Type -> []field
+
+// fieldsOf returns t's fields, nil when one of them has no json key of its
+// own (an embedded or unexported field): payload types are flat, each field
+// tagged.
+func fieldsOf(t reflect.Type) []field {
+	if fs, ok := fields.Load(t); ok {
+		return fs.([]field)
 	}
-	names := make([]string, t.NumField())
-	for i := range names {
+	fs := make([]field, t.NumField())
+	for i := range fs {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if f.Anonymous || !f.IsExported() || name == "" || name == "-" {
-			names = nil
+			fs = nil
 			break
 		}
-		names[i] = name
+		fs[i] = field{key: name, omitEmpty: strings.Contains(opts, "omitempty")}
 	}
-	keys.Store(t, names)
-	return names
+	fields.Store(t, fs)
+	return fs
 }
 
 func setDirect(f reflect.Value, x any) bool {
@@ -175,16 +184,11 @@ func setDirect(f reflect.Value, x any) bool {
 // present sets the pointer fields whose key the data holds, even as null,
 // so that a key written null ("stopped": null) is written back.
 func present(v reflect.Value, data map[string]any) {
-	t := v.Type()
-	for i := range t.NumField() {
-		f, fv := t.Field(i), v.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" {
-			present(fv, data)
-			continue
-		}
-		if _, ok := data[name]; ok && fv.Kind() == reflect.Pointer && fv.IsNil() {
-			fv.Set(reflect.New(f.Type.Elem()))
+	for i, f := range fieldsOf(v.Type()) {
+		if fv := v.Field(i); fv.Kind() == reflect.Pointer && fv.IsNil() {
+			if _, ok := data[f.key]; ok {
+				fv.Set(reflect.New(fv.Type().Elem()))
+			}
 		}
 	}
 }
@@ -218,40 +222,25 @@ func (e Event) Decode() (Payload, error) {
 }
 
 // dataOf is p's fields as a data object, each value as the field holds it
-// (so that what is written is what the writer gave), embedded structs
-// flattened, empty omitempty fields left out; nil when nothing is left.
+// (so that what is written is what the writer gave; a pointer's value),
+// empty omitempty fields left out; nil when nothing is left.
 func dataOf(p Payload) map[string]any {
+	v := reflect.Indirect(reflect.ValueOf(p))
 	m := map[string]any{}
-	addFields(m, reflect.Indirect(reflect.ValueOf(p)))
-	if len(m) == 0 {
-		return nil
-	}
-	return m
-}
-
-func addFields(m map[string]any, v reflect.Value) {
-	t := v.Type()
-	for i := range t.NumField() {
-		f, fv := t.Field(i), v.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" {
-			addFields(m, fv)
-			continue
-		}
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if strings.Contains(opts, "omitempty") && empty(fv) {
+	for i, f := range fieldsOf(v.Type()) {
+		fv := v.Field(i)
+		if f.omitEmpty && empty(fv) {
 			continue
 		}
 		if fv.Kind() == reflect.Pointer && !fv.IsNil() {
 			fv = fv.Elem() // the value, as readers in memory expect it
 		}
-		m[name] = fv.Interface()
+		m[f.key] = fv.Interface()
 	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // empty is encoding/json's omitempty test, but for one thing: a slice or
