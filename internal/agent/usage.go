@@ -205,18 +205,6 @@ func AddCost(a, b float64) float64 {
 	return s
 }
 
-// TokensOf converts a token count read as a float (a journal's number) to
-// an int64, saturating: negative or not a number is 0.
-func TokensOf(f float64) int64 {
-	switch {
-	case math.IsNaN(f) || f <= 0:
-		return 0
-	case f >= math.MaxInt64:
-		return math.MaxInt64
-	}
-	return int64(f)
-}
-
 // UnmarshalJSON reads an answer's "usage" field by field, as parseUsage
 // does: a bad number is refused (and noted) without refusing the answer.
 func (u *Usage) UnmarshalJSON(b []byte) error {

@@ -112,7 +112,7 @@ func StatusOf(s *state.State, paused bool, stop *journal.Event) (status, failure
 		}
 		if reason == "" && stop != nil {
 			reason = stop.Reason
-			if msg, _ := stop.Data["message"].(string); msg != "" {
+			if msg := journal.DataOf[journal.StopData](*stop).Message; msg != "" {
 				reason = msg
 			}
 		}
@@ -188,14 +188,18 @@ func scanJournal(s *state.State, events []journal.Event) *history {
 	if len(events) > 0 {
 		h.first = events[0].Time
 	}
-	agents := map[string]any{}
+	agents := map[string]string{}
 	for i := range events {
 		ev := &events[i]
 		ok := ev.OK == nil || *ev.OK
 		switch ev.Type {
 		case journal.RunStart, journal.RunResume:
 			h.action("INIT")
-			if a, isMap := ev.Data["agents"].(map[string]any); isMap {
+			a := journal.DataOf[journal.RunStartData](*ev).Agents
+			if ev.Type == journal.RunResume {
+				a = journal.DataOf[journal.RunResumeData](*ev).Agents
+			}
+			if a != nil {
 				agents = a
 			}
 		case journal.AtomStart:
@@ -206,7 +210,7 @@ func scanJournal(s *state.State, events []journal.Event) *history {
 			h.action("DEVELOP")
 			a := h.atom(ev.Atom)
 			a.starts++
-			if desc, _ := agents[ev.Role].(string); desc != "" {
+			if desc := agents[ev.Role]; strings.TrimSpace(desc) != "" {
 				tool := strings.Fields(desc)[0]
 				a.tool = tool
 			}
@@ -229,7 +233,11 @@ func scanJournal(s *state.State, events []journal.Event) *history {
 			if ev.Type == journal.AddAtom {
 				ids = append(ids, ev.Atom)
 			}
-			ids = append(ids, stringsOf(ev.Data["children"])...)
+			children := journal.DataOf[journal.DecomposeData](*ev).Children
+			if ev.Type == journal.AddAtom {
+				children = journal.DataOf[journal.AddAtomData](*ev).Children
+			}
+			ids = append(ids, children...)
 			for _, id := range ids {
 				h.atom(id).created = &t
 			}
@@ -243,7 +251,7 @@ func scanJournal(s *state.State, events []journal.Event) *history {
 			h.lastAnalysis, h.lastDebug = &t, ev
 			if ev.Type == journal.ORSwitch {
 				h.switches++
-				if failed, _ := ev.Data["failed"].(string); failed != "" {
+				if failed := journal.DataOf[journal.ORSwitchData](*ev).Failed; failed != "" {
 					h.atom(failed).backtrack = &Backtrack{Time: t, To: ev.Atom, Reason: ev.Reason}
 				}
 			} else {
@@ -255,7 +263,7 @@ func scanJournal(s *state.State, events []journal.Event) *history {
 			h.verifies++
 			if !ok {
 				msg := "the base case failed"
-				if f := stringsOf(ev.Data["failures"]); len(f) > 0 {
+				if f := journal.DataOf[journal.VerifyData](*ev).Failures; len(f) > 0 {
 					msg += ": " + strings.Join(f, "; ")
 				}
 				h.fail("validate", msg, ev.Time)
@@ -286,7 +294,7 @@ func (h *history) finish(ev *journal.Event, ok, choice bool) {
 	if ev.Atom == baseCaseAtom {
 		h.action(baseCaseAction(ev.Role))
 		if !ok {
-			h.fail(strings.ToLower(baseCaseAction(ev.Role)), fmt.Sprintf("base case (%s): %s", ev.Role, failureText(ev)), ev.Time)
+			h.fail(strings.ToLower(baseCaseAction(ev.Role)), fmt.Sprintf("base case (%s): %s", ev.Role, failureText(journal.DataOf[journal.AtomFinishData](*ev).Kind, ev.Reason)), ev.Time)
 		}
 		return
 	}
@@ -294,15 +302,16 @@ func (h *history) finish(ev *journal.Event, ok, choice bool) {
 	a := h.atom(ev.Atom)
 	a.tokens = agent.AddCount(a.tokens, ev.Tokens) // the engine's input plus output tokens, saturating
 	a.cost = agent.AddCost(a.cost, ev.CostUSD)
-	if unknown, _ := ev.Data["usage_unknown"].(bool); unknown {
+	d := journal.DataOf[journal.AtomFinishData](*ev)
+	if d.UsageUnknown {
 		a.unknown++
 	}
-	kind, _ := ev.Data["kind"].(string)
+	kind := d.Kind
 	if choice {
 		a.runs = append(a.runs, Run{Time: ev.Time, Role: ev.Role, Attempt: ev.Attempt, OK: ok, Kind: kind, Reason: ev.Reason, DurationMS: ev.DurationMS})
 	}
 	if !ok {
-		h.fail("develop", fmt.Sprintf("%s attempt %d (%s): %s", ev.Atom, ev.Attempt, ev.Role, failureText(ev)), ev.Time)
+		h.fail("develop", fmt.Sprintf("%s attempt %d (%s): %s", ev.Atom, ev.Attempt, ev.Role, failureText(kind, ev.Reason)), ev.Time)
 		return
 	}
 	if ev.Role == "worker" || ev.Role == "" {
@@ -312,15 +321,14 @@ func (h *history) finish(ev *journal.Event, ok, choice bool) {
 	}
 }
 
-func failureText(ev *journal.Event) string {
-	kind, _ := ev.Data["kind"].(string)
+func failureText(kind, reason string) string {
 	switch {
-	case kind != "" && ev.Reason != "":
-		return kind + ": " + ev.Reason
+	case kind != "" && reason != "":
+		return kind + ": " + reason
 	case kind != "":
 		return kind
-	case ev.Reason != "":
-		return ev.Reason
+	case reason != "":
+		return reason
 	}
 	return "failed"
 }
@@ -449,22 +457,4 @@ func summarize(l *Loop, ss *SkillState, h *history) *Summary {
 	}
 	sum.Validate = ValidateSummary{Passed: ss.Validate.Passed, PassRate: ss.Validate.PassRate, Coverage: ss.Validate.Coverage}
 	return sum
-}
-
-// stringsOf reads a JSON array of strings from an event's data, whether it
-// was decoded from the file ([]any) or built in memory ([]string).
-func stringsOf(v any) []string {
-	switch x := v.(type) {
-	case []string:
-		return append([]string(nil), x...)
-	case []any:
-		out := make([]string, 0, len(x))
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }

@@ -36,7 +36,7 @@ func debug(s *state.State, h *history) Debug {
 	}
 	d.HypothesesCount = len(d.Hypotheses)
 	if ev := h.lastDebug; ev != nil {
-		group, _ := ev.Data["or_group"].(string)
+		group := journal.DataOf[journal.ORSwitchData](*ev).ORGroup
 		if group == "" {
 			if a := s.Atom(ev.Atom); a != nil {
 				group = a.ORGroup
@@ -101,7 +101,7 @@ func rejection(a *state.Atom, log *atomLog) string {
 	if log != nil {
 		for i := len(log.runs) - 1; i >= 0; i-- {
 			if r := log.runs[i]; !r.OK {
-				return failureText(&journal.Event{Reason: r.Reason, Data: map[string]any{"kind": r.Kind}})
+				return failureText(r.Kind, r.Reason)
 			}
 		}
 	}

@@ -273,11 +273,16 @@ func changeEntry(seq int, ev *journal.Event) any {
 	switch {
 	case ev.Type == journal.AtomFinish && ok && (ev.Role == "worker" || ev.Role == "") && ev.Atom != baseCaseAtom,
 		ev.Type == journal.ParentDone:
-		e.Summary, _ = ev.Data["summary"].(string)
-		e.Files = stringsOf(ev.Data["artifacts"])
+		if ev.Type == journal.ParentDone {
+			d := journal.DataOf[journal.ParentDoneData](*ev)
+			e.Summary, e.Files = d.Summary, d.Artifacts
+		} else {
+			d := journal.DataOf[journal.AtomFinishData](*ev)
+			e.Summary, e.Files = d.Summary, d.Artifacts
+		}
 	case ev.Type == journal.Merge:
-		e.Files = stringsOf(ev.Data["changed"])
-		e.Commit, _ = ev.Data["commit"].(string)
+		d := journal.DataOf[journal.MergeData](*ev)
+		e.Files, e.Commit = d.Changed, d.Commit
 		e.Conflict = !ok
 	default:
 		return nil
@@ -314,10 +319,16 @@ func debugEntry(seq int, ev *journal.Event) any {
 		return nil
 	}
 	e := debugEntryLine{logLine: logLine{Seq: seq, Time: ev.Time, Type: ev.Type}, Task: ev.Atom, Role: ev.Role,
-		Attempt: ev.Attempt, Iteration: ev.Iteration, Reason: ev.Reason, Failures: stringsOf(ev.Data["failures"])}
-	e.Kind, _ = ev.Data["kind"].(string)
-	e.ORGroup, _ = ev.Data["or_group"].(string)
-	e.Failed, _ = ev.Data["failed"].(string)
+		Attempt: ev.Attempt, Iteration: ev.Iteration, Reason: ev.Reason}
+	switch ev.Type {
+	case journal.Verify:
+		e.Failures = journal.DataOf[journal.VerifyData](*ev).Failures
+	case journal.AtomFinish:
+		e.Kind = journal.DataOf[journal.AtomFinishData](*ev).Kind
+	case journal.ORSwitch:
+		d := journal.DataOf[journal.ORSwitchData](*ev)
+		e.ORGroup, e.Failed = d.ORGroup, d.Failed
+	}
 	return e
 }
 

@@ -1,7 +1,6 @@
 package ccw
 
 import (
-	"encoding/json"
 	"sort"
 
 	"github.com/aot-loop/aot/internal/journal"
@@ -19,12 +18,10 @@ func validate(ev *journal.Event, runs int, outputs map[string]string) Validate {
 	t := ev.Time
 	v.LastRunAt = &t
 	v.Passed = ev.OK != nil && *ev.OK
-	v.Failures = stringsOf(ev.Data["failures"])
-	if raw, err := json.Marshal(ev.Data["checklist"]); err == nil {
-		var items []verify.ItemResult
-		if json.Unmarshal(raw, &items) == nil && items != nil {
-			v.Checklist = items
-		}
+	d := journal.DataOf[journal.VerifyData](*ev)
+	v.Failures = d.Failures
+	if d.Checklist != nil {
+		v.Checklist = d.Checklist
 	}
 	var texts []string
 	if len(outputs) > 0 {

@@ -39,15 +39,14 @@ func journalSession(stateFile string, evs ...journal.Event) error {
 
 // sessionStarted journals the start of a loop an owning session drives.
 func sessionStarted(stateFile string, o *hooks.Owner, now time.Time) error {
-	agents := map[string]any{}
+	agents := map[string]string{}
 	for _, r := range agent.Roles {
 		if r != agent.Align {
 			agents[string(r)] = sessionAgent(o)
 		}
 	}
-	return journalSession(stateFile, journal.Event{Time: now, Type: journal.RunStart,
-		Reason: "started in " + string(o.Client) + " session " + o.SessionID,
-		Data:   map[string]any{"agents": agents, "session": map[string]any{"client": string(o.Client), "id": o.SessionID}}})
+	return journalSession(stateFile, journal.Event{Time: now, Reason: "started in " + string(o.Client) + " session " + o.SessionID}.
+		With(journal.RunStartData{Agents: agents, Session: &journal.Session{Client: string(o.Client), ID: o.SessionID}}))
 }
 
 // sessionAtom journals an owning session's change of an atom's status: an
@@ -67,15 +66,18 @@ func sessionAtom(stateFile string, o *hooks.Owner, id, from, to string, now time
 			n, started = max(n, ev.Attempt), ev.Time
 		}
 	}
-	base := journal.Event{Time: now, Atom: id, Role: string(agent.Worker), Data: map[string]any{"agent": sessionAgent(o)}}
+	base := journal.Event{Time: now, Atom: id, Role: string(agent.Worker)}
 	switch {
 	case to == state.StatusInProgress:
-		base.Type, base.Attempt = journal.AtomStart, n+1
+		base = base.With(journal.AtomStartData{Agent: sessionAgent(o)})
+		base.Attempt = n + 1
 	case from == state.StatusInProgress && to == state.StatusResolved:
-		base.Type, base.Attempt, base.OK = journal.AtomFinish, max(n, 1), journal.Bool(true)
+		base = base.With(journal.AtomFinishData{Agent: sessionAgent(o)})
+		base.Attempt, base.OK = max(n, 1), journal.Bool(true)
 		base.Reason = "resolved by the session"
 	case from == state.StatusInProgress && to == state.StatusPending:
-		base.Type, base.Attempt, base.OK = journal.AtomFinish, max(n, 1), journal.Bool(false)
+		base = base.With(journal.AtomFinishData{Agent: sessionAgent(o)})
+		base.Attempt, base.OK = max(n, 1), journal.Bool(false)
 		base.Reason = "set back to pending by the session"
 	default:
 		return nil

@@ -242,20 +242,21 @@ func gatherStatus(io *streams, g *globalOptions, events int) (*statusView, error
 	for _, ev := range all {
 		switch ev.Type {
 		case journal.QuotaWait:
-			doc.QuotaWaitUntil, _ = ev.Data["until"].(string)
+			doc.QuotaWaitUntil = journal.DataOf[journal.QuotaWaitData](ev).Until
 		case journal.QuotaResume, journal.Stop, journal.RunStart, journal.RunResume:
 			doc.QuotaWaitUntil = ""
 		}
 		if ev.Type == journal.RunStart || ev.Type == journal.RunResume {
-			if m, ok := ev.Data["confinement"].(map[string]any); ok {
-				doc.Confinement.On, _ = m["on"].(bool)
-				doc.Confinement.Why, _ = m["why"].(string)
+			d := journal.DataOf[journal.RunStartData](ev)
+			if ev.Type == journal.RunResume {
+				r := journal.DataOf[journal.RunResumeData](ev)
+				d.Agents, d.Confinement = r.Agents, r.Confinement
 			}
-			if m, ok := ev.Data["agents"].(map[string]any); ok {
-				doc.Agents = map[string]string{}
-				for k, v := range m {
-					doc.Agents[k], _ = v.(string)
-				}
+			if d.Confinement != nil {
+				doc.Confinement.On, doc.Confinement.Why = d.Confinement.On, d.Confinement.Why
+			}
+			if d.Agents != nil {
+				doc.Agents = d.Agents
 			}
 		}
 	}
@@ -475,7 +476,7 @@ func describeEvent(ev journal.Event) string {
 		parts = append(parts, (time.Duration(ev.DurationMS) * time.Millisecond).String())
 	}
 	failedAttempt := ev.Type == journal.AtomFinish && ev.OK != nil && !*ev.OK && ev.Atom != ""
-	if k, _ := ev.Data["kind"].(string); k != "" && failedAttempt {
+	if k := journal.DataOf[journal.AtomFinishData](ev).Kind; k != "" && failedAttempt {
 		parts = append(parts, "["+k+"]")
 	}
 	if ev.Reason != "" {
@@ -491,31 +492,35 @@ func describeEvent(ev journal.Event) string {
 	}
 	switch ev.Type {
 	case journal.AttemptRetry:
-		parts = append(parts, fmt.Sprintf("Temporal's try %v of %v", ev.Data["try"], ev.Data["activity"]))
-		if w, _ := ev.Data["worker"].(string); w != "" {
-			parts = append(parts, "after a failure on worker "+w)
+		d := journal.DataOf[journal.AttemptRetryData](ev)
+		parts = append(parts, fmt.Sprintf("Temporal's try %d of %s", d.Try, d.Activity))
+		if d.Worker != "" {
+			parts = append(parts, "after a failure on worker "+d.Worker)
 		}
-		if w, _ := ev.Data["running_on"].(string); w != "" {
-			parts = append(parts, "running on worker "+w)
+		if d.RunningOn != "" {
+			parts = append(parts, "running on worker "+d.RunningOn)
 		}
 	case journal.Worktree, journal.Merge:
-		if b, _ := ev.Data["branch"].(string); b != "" {
-			parts = append(parts, "branch "+b)
+		var branch, path, commit string
+		var changed []string
+		if ev.Type == journal.Worktree {
+			d := journal.DataOf[journal.WorktreeData](ev)
+			branch, path, commit, changed = d.Branch, d.Path, d.Commit, d.Changed
+		} else {
+			d := journal.DataOf[journal.MergeData](ev)
+			branch, commit, changed = d.Branch, d.Commit, d.Changed
 		}
-		if p, _ := ev.Data["path"].(string); p != "" {
-			parts = append(parts, p)
+		if branch != "" {
+			parts = append(parts, "branch "+branch)
 		}
-		if c, _ := ev.Data["commit"].(string); c != "" {
-			parts = append(parts, "commit "+c[:min(len(c), 10)])
+		if path != "" {
+			parts = append(parts, path)
 		}
-		if files, _ := ev.Data["changed"].([]any); len(files) > 0 {
-			var names []string
-			for _, f := range files {
-				if n, ok := f.(string); ok {
-					names = append(names, n)
-				}
-			}
-			parts = append(parts, "changed "+dag.OneLine(strings.Join(names, ", "), 80))
+		if commit != "" {
+			parts = append(parts, "commit "+commit[:min(len(commit), 10)])
+		}
+		if len(changed) > 0 {
+			parts = append(parts, "changed "+dag.OneLine(strings.Join(changed, ", "), 80))
 		}
 	}
 	return strings.Join(parts, "  ")
@@ -552,13 +557,12 @@ func shellWord(s string) string {
 func keptWorktrees(events []journal.Event) []string {
 	var out []string
 	for _, ev := range events {
-		if ev.Type != journal.Worktree || !strings.HasPrefix(ev.Reason, "kept") {
+		if !ev.IsWorktreeKept() {
 			continue
 		}
-		p, _ := ev.Data["path"].(string)
-		b, _ := ev.Data["branch"].(string)
-		if _, err := os.Stat(p); err == nil {
-			out = append(out, fmt.Sprintf("%s attempt %d: %s (branch %s)", ev.Atom, ev.Attempt, p, b))
+		d := journal.DataOf[journal.WorktreeData](ev)
+		if _, err := os.Stat(d.Path); err == nil {
+			out = append(out, fmt.Sprintf("%s attempt %d: %s (branch %s)", ev.Atom, ev.Attempt, d.Path, d.Branch))
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"github.com/aot-loop/aot/internal/history"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
 )
 
 // liveView is what aot top draws beyond aot status: the loop's phase, the
@@ -66,10 +67,10 @@ func gatherLive(io *streams, g *globalOptions, events int) (*liveView, error) {
 			lv.Paused = false
 		case journal.AtomFinish:
 			if ev.OK != nil && !*ev.OK && ev.Atom != "" {
-				lv.Kinds[ev.Atom], _ = ev.Data["kind"].(string)
+				lv.Kinds[ev.Atom] = journal.DataOf[journal.AtomFinishData](ev).Kind
 			}
 		case journal.Verify:
-			lv.Checks, lv.Verified = checklistResults(ev.Data["checklist"]), ev.Time
+			lv.Checks, lv.Verified = checklistResults(journal.DataOf[journal.VerifyData](ev).Checklist), ev.Time
 		}
 	}
 	if v.Doc.EngineRunning {
@@ -85,25 +86,17 @@ func gatherLive(io *streams, g *globalOptions, events int) (*liveView, error) {
 
 // checklistResults flattens a verify event's checklist (as JSON decoded it)
 // into results by item name, groups' members included.
-func checklistResults(v any) map[string]checkResult {
+func checklistResults(items []verify.ItemResult) map[string]checkResult {
 	out := map[string]checkResult{}
-	var walk func(list any)
-	walk = func(list any) {
-		items, _ := list.([]any)
+	var walk func(items []verify.ItemResult)
+	walk = func(items []verify.ItemResult) {
 		for _, it := range items {
-			m, _ := it.(map[string]any)
-			if m == nil {
-				continue
-			}
-			name, _ := m["item"].(string)
-			passed, _ := m["passed"].(bool)
-			ev, _ := m["evidence"].(string)
-			out[name] = checkResult{Passed: passed, Evidence: ev}
-			walk(m["group_results"])
-			walk(m["any_of_results"])
+			out[it.Item] = checkResult{Passed: it.Passed, Evidence: it.Evidence}
+			walk(it.GroupResults)
+			walk(it.AnyOfResults)
 		}
 	}
-	walk(v)
+	walk(items)
 	return out
 }
 

@@ -114,24 +114,22 @@ func retryEvent(p *workflowpb.PendingActivityInfo) journal.Event {
 			failure += ": " + c.GetMessage()
 		}
 	}
-	ev := journal.Event{Time: time.Now(), Type: journal.AttemptRetry, Reason: dag.OneLine(failure, 400), Data: map[string]any{
-		"activity": p.GetActivityType().GetName(), "activity_id": p.GetActivityId(), "try": p.GetAttempt(),
-		"worker": p.GetLastWorkerIdentity(), "failure": failure,
-	}}
+	ev := journal.Event{Time: time.Now(), Reason: dag.OneLine(failure, 400)}
+	d := journal.AttemptRetryData{Activity: p.GetActivityType().GetName(), ActivityID: p.GetActivityId(), Try: p.GetAttempt(),
+		Worker: p.GetLastWorkerIdentity(), Failure: failure}
 	if p.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
-		ev.Data["running_on"] = p.GetLastWorkerIdentity() // the retry's worker
-		delete(ev.Data, "worker")
+		d.RunningOn, d.Worker = d.Worker, "" // the retry's worker
 	}
 	var what string
 	if hb := p.GetHeartbeatDetails(); hb != nil && DataConverter().FromPayloads(hb, &what) == nil {
 		if m := heartbeatWhat.FindStringSubmatch(what); m != nil {
 			ev.Atom, ev.Role = m[1], m[3]
 			ev.Attempt, _ = strconv.Atoi(m[2])
-		} else if what != "" {
-			ev.Data["doing"] = what
+		} else {
+			d.Doing = what
 		}
 	}
-	return ev
+	return ev.With(d)
 }
 
 // appendJournal appends evs to stateFile's journal, synced; the caller

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -400,7 +401,7 @@ func (e *engine) begin() error {
 	}
 	replayed := e.replay(after)
 	replayed += e.adoptMerges(context.Background())
-	e.startRun(map[string]any{"replayed": replayed})
+	e.startRun(&replayed)
 	e.clearPause()
 	e.applyBounds()
 	e.dirty = true
@@ -419,19 +420,23 @@ func (e *engine) begin() error {
 
 // startRun journals how the run starts, puts work orphaned by an earlier
 // run back to pending and marks the loop running. crash is the data of a
-// resume after a crash (a loop found running with no engine); nil when a
-// loop found running was started elsewhere (a Core's driver marks it so).
-func (e *engine) startRun(crash map[string]any) {
+// resume after a crash (a loop found running with no engine): the number
+// of results replayed; nil when a loop found running was started elsewhere
+// (a Core's driver marks it so).
+func (e *engine) startRun(crash *int) {
 	s := e.s
+	agents, confinement := e.runData()
 	switch prev := s.Control.Status; {
 	case prev == state.ControlRunning && crash != nil:
-		e.event(journal.Event{Type: journal.RunResume, Reason: "the previous engine is gone (crash or kill); resuming", Data: e.runData(crash)})
+		e.event(journal.Event{Reason: "the previous engine is gone (crash or kill); resuming"}.With(
+			journal.RunResumeData{Agents: agents, Confinement: confinement, Replayed: crash}))
 	case prev == state.ControlStopped || prev == state.ControlCompleted:
-		e.event(journal.Event{Type: journal.RunResume, Reason: "resuming a " + prev + " loop", Data: e.runData(map[string]any{"previous_stop_reason": deref(s.Control.StopReason), "stall_count": s.Control.StallCount})})
+		e.event(journal.Event{Reason: "resuming a " + prev + " loop"}.With(journal.RunResumeData{Agents: agents, Confinement: confinement,
+			PreviousStopReason: journal.Ref(deref(s.Control.StopReason)), StallCount: journal.Ref(s.Control.StallCount)}))
 		// A person ran the loop again: the stall window starts afresh.
 		s.Control.StallCount = 0
 	default:
-		e.event(journal.Event{Type: journal.RunStart, Data: e.runData(nil)})
+		e.event(journal.Event{}.With(journal.RunStartData{Agents: agents, Confinement: confinement}))
 	}
 	for i := range s.Atoms {
 		if a := &s.Atoms[i]; a.Status == state.StatusInProgress {
@@ -908,15 +913,11 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	reason := failureReason(t.role, r)
 	ev := journal.Event{Type: journal.AtomFinish, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, OK: journal.Bool(ok),
 		DurationMS: r.dur.Milliseconds()}
-	e.usageFields(&ev, r)
+	d := e.usageFields(&ev, r)
 	if !ok {
 		ev.Reason = reason
-		if kind := failureKind(r); kind != "" {
-			if ev.Data == nil {
-				ev.Data = map[string]any{}
-			}
-			ev.Data["kind"] = kind
-		}
+		d.Kind = failureKind(r)
+		ev = ev.With(d)
 	}
 	switch t.role {
 	case agent.Probe:
@@ -930,7 +931,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 		return false
 	case agent.Planner:
 		if ok {
-			ev.Data = map[string]any{"proposed": len(r.res.Atoms) + len(r.res.Decompositions)}
+			ev = ev.With(journal.AtomFinishData{Proposed: len(r.res.Atoms) + len(r.res.Decompositions)})
 		}
 		e.event(ev)
 		e.planned[t.atom] = true
@@ -1005,8 +1006,7 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 		summary = "resolved by the worker"
 	}
 	arts := append([]string{}, res.Artifacts...)
-	ev.Data = map[string]any{"summary": summary, "artifacts": arts}
-	e.event(ev)
+	e.event(ev.With(journal.AtomFinishData{Summary: summary, Artifacts: arts}))
 	a.Status = state.StatusResolved // in_progress -> resolved: a worker finished it
 	e.bind(state.Binding{AtomID: a.ID, Summary: summary, Artifacts: arts})
 	if e.unresolved > 0 && e.ix.Live(a.ID) {
@@ -1029,7 +1029,7 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 	if g := e.s.ORGroup(a.ORGroup); g != nil && a.ORGroup != "" {
 		if g.Selected != a.ID {
 			_ = dag.SwitchOR(e.s, g.Name, a.ID, "speculative: "+a.ID+" succeeded first", e.now())
-			e.event(journal.Event{Type: journal.ORSwitch, Atom: a.ID, Reason: "speculative winner", Data: map[string]any{"or_group": g.Name}})
+			e.event(journal.Event{Atom: a.ID, Reason: "speculative winner"}.With(journal.ORSwitchData{ORGroup: g.Name}))
 			e.structural()
 		}
 		for _, c := range g.Choices {
@@ -1046,7 +1046,7 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 	}
 	for _, p := range dag.ResolveParents(e.s) {
 		e.structural()
-		e.event(journal.Event{Type: journal.ParentDone, Atom: p, Data: map[string]any{"summary": e.s.Binding(p).Summary, "artifacts": e.s.Binding(p).Artifacts}})
+		e.event(journal.Event{Atom: p}.With(journal.ParentDoneData{Summary: e.s.Binding(p).Summary, Artifacts: e.s.Binding(p).Artifacts}))
 		e.say("parent %s resolved: all its children are", p)
 	}
 }
@@ -1075,7 +1075,7 @@ func (e *engine) fail(a *state.Atom, reason string) {
 				return
 			}
 			if res.Selected != a.ID {
-				e.event(journal.Event{Type: journal.ORSwitch, Atom: res.Selected, Reason: a.ID + " failed", Data: map[string]any{"or_group": res.Group, "failed": a.ID}})
+				e.event(journal.Event{Atom: res.Selected, Reason: a.ID + " failed"}.With(journal.ORSwitchData{ORGroup: res.Group, Failed: a.ID}))
 				e.say("OR group %s: %s failed, switched to %s", res.Group, a.ID, res.Selected)
 			}
 			return
@@ -1126,24 +1126,15 @@ func lastChoice(g *state.ORGroup, id string) bool {
 	return true
 }
 
-// runData adds the run's agents to a run_start or run_resume event's data.
-func (e *engine) runData(d map[string]any) map[string]any {
-	if len(e.opts.Agents) == 0 && e.opts.Guard == nil {
-		return d
-	}
-	if d == nil {
-		d = map[string]any{}
-	}
+// runData returns what a run_start or run_resume says of the run: each
+// role's agent and the confinement of their writes (nil when unknown).
+func (e *engine) runData() (agents map[string]string, confinement *journal.Confinement) {
 	if e.opts.Guard != nil {
-		d["confinement"] = e.opts.Guard.Status
+		st := e.opts.Guard.Status
+		confinement = &st
 	}
-	if len(e.opts.Agents) == 0 {
-		return d
+	if len(e.opts.Agents) > 0 {
+		agents = maps.Clone(e.opts.Agents)
 	}
-	agents := map[string]any{}
-	for k, v := range e.opts.Agents {
-		agents[k] = v
-	}
-	d["agents"] = agents
-	return d
+	return agents, confinement
 }

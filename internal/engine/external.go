@@ -72,7 +72,7 @@ func (e *engine) external() error {
 	next.Corrections = append(next.Corrections, state.Correction{Timestamp: e.now().Format(time.RFC3339), Type: typ,
 		Description: "the state file was edited by hand while the loop ran; taken as a redirect"})
 	stopped := e.adopt(next, "hand edit of the state file")
-	e.event(journal.Event{Type: journal.HandEdit, OK: journal.Bool(true), Reason: "the state file was edited by hand; taken as a redirect", Data: map[string]any{"stopped": stopped}})
+	e.event(journal.Event{OK: journal.Bool(true), Reason: "the state file was edited by hand; taken as a redirect"}.With(journal.HandEditData{Stopped: &stopped}))
 	e.say("the state file was edited by hand: taken as a redirect (agents stopped: %d)", len(stopped))
 	e.dirty = true
 	return nil
@@ -85,7 +85,7 @@ func (e *engine) restore(why string, theirs []byte) error {
 	if len(theirs) > 0 {
 		kept := fmt.Sprintf("%s.rejected-%s", e.opts.StateFile, e.now().UTC().Format("20060102T150405.000Z"))
 		if err := os.WriteFile(kept, theirs, 0o600); err == nil {
-			ev.Data = map[string]any{"kept": kept}
+			ev = ev.With(journal.HandEditData{Kept: kept})
 			why += "; your version is kept in " + kept
 		}
 	}

@@ -74,9 +74,9 @@ func (e *engine) openIsolation(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	for _, o := range orphans {
-		e.event(journal.Event{Type: journal.Worktree, Atom: o.Atom, Reason: "removed: left by a run that ended without cleaning up", Data: map[string]any{"path": o.Path, "branch": o.Branch}})
+		e.event(journal.Event{Type: journal.Worktree, Atom: o.Atom, Reason: "removed: left by a run that ended without cleaning up"}.With(journal.WorktreeData{Path: o.Path, Branch: o.Branch}))
 	}
-	e.event(journal.Event{Type: journal.Workspace, Reason: "a git worktree per worker attempt", Data: map[string]any{"integration": m.IntegrationDir(), "branch": m.Branch()}})
+	e.event(journal.Event{Reason: "a git worktree per worker attempt"}.With(journal.WorkspaceData{Integration: m.IntegrationDir(), Branch: m.Branch()}))
 	if err := e.jr.Sync(); err != nil {
 		return 0, err
 	}
@@ -142,7 +142,7 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 	m := e.iso.m
 	w := m.Plan(in.Atom.ID, taskID)
 	a.attempt = w
-	_ = e.jr.Append(journal.Event{Type: journal.Worktree, Atom: in.Atom.ID, Attempt: in.Attempt, Reason: "created", Data: map[string]any{"path": w.Path, "branch": w.Branch}})
+	_ = e.jr.Append(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt, Reason: "created"}.With(journal.WorktreeData{Path: w.Path, Branch: w.Branch}))
 	if err := e.jr.Sync(); err != nil {
 		return agent.Result{}, &agent.AttemptError{Reason: "journal: " + err.Error()}
 	}
@@ -154,7 +154,7 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 		}
 		if kept, _ := m.Abandon(cctx, w); kept {
 			a.kept = true
-			_ = e.jr.Append(journal.Event{Type: journal.Worktree, Atom: in.Atom.ID, Attempt: in.Attempt, Reason: "kept: a failed attempt, kept for a look (--keep-failed)", Data: map[string]any{"path": w.Path, "branch": w.Branch}})
+			_ = e.jr.Append(journal.WorktreeKept(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt}, journal.WorktreeData{Path: w.Path, Branch: w.Branch}))
 		}
 	}
 	if err := m.Create(ctx, w); err != nil {
@@ -178,8 +178,8 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 		if err := noChangeBeforeMerge(a.expect, changed, claimsIn(w.Dir, res.Artifacts), e.denied.peek(taskID), res.Denials); err != nil {
 			return err
 		}
-		err := e.jr.Append(journal.Event{Type: journal.Worktree, Atom: in.Atom.ID, Attempt: in.Attempt, Reason: mergingReason,
-			Data: map[string]any{"number": w.Number, "branch": w.Branch, "commit": commit, "changed": changed, "summary": res.Summary}})
+		err := e.jr.Append(journal.MergeIntent(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt},
+			journal.WorktreeData{Number: w.Number, Branch: w.Branch, Commit: commit, Changed: changed, Summary: res.Summary}))
 		if err == nil {
 			err = e.jr.Sync()
 		}
@@ -231,17 +231,14 @@ func (e *engine) mergeOutcome(t *task, r *taskResult) (conflict string) {
 		return ""
 	}
 	mr := tm.merge
-	data := map[string]any{"worktree": tm.attempt.Path, "branch": tm.attempt.Branch, "changed": mr.Changed}
-	if mr.Commit != "" {
-		data["commit"] = mr.Commit
-	}
+	data := journal.MergeData{Worktree: tm.attempt.Path, Branch: tm.attempt.Branch, Changed: mr.Changed, Commit: mr.Commit}
 	if len(mr.Unclaimed) > 0 {
-		data["unclaimed"] = mr.Unclaimed
+		data.Unclaimed = mr.Unclaimed
 	}
 	if len(mr.Missing) > 0 {
-		data["claimed_but_unchanged"] = mr.Missing
+		data.ClaimedButUnchanged = mr.Missing
 	}
-	e.event(journal.Event{Type: journal.Merge, Atom: t.atom, Attempt: t.attempt, OK: journal.Bool(!mr.Conflict), Data: data})
+	e.event(journal.Event{Atom: t.atom, Attempt: t.attempt, OK: journal.Bool(!mr.Conflict)}.With(data))
 	if mr.Conflict {
 		return "conflict: " + strings.Join(mr.ConflictFiles, ", ") + " changed by another atom since this attempt began; it is re-run on the merged work"
 	}
@@ -275,7 +272,6 @@ func (e *engine) land(ctx context.Context, out *Outcome) string {
 }
 
 // mergingReason marks the journaled intent of a merge.
-const mergingReason = "merging: the attempt is committed; its merge follows"
 
 // adoptMerges resolves the atoms whose merge an ended run made but did not
 // record: the last the journal says of the atom is a merge's intent (or its
@@ -308,11 +304,11 @@ func (e *engine) adoptMerges(ctx context.Context) int {
 	last := map[string]journal.Event{}
 	recorded := map[string]bool{} // merge commits the journal already has
 	for _, ev := range events {
-		if c, _ := ev.Data["commit"].(string); ev.Type == journal.Merge && c != "" {
+		if c := journal.DataOf[journal.MergeData](ev).Commit; ev.Type == journal.Merge && c != "" {
 			recorded[c] = true
 		}
 		switch {
-		case ev.Type == journal.Worktree && ev.Reason == mergingReason,
+		case ev.IsMergeIntent(),
 			ev.Type == journal.Merge,
 			ev.Type == journal.AtomReset,
 			ev.Type == journal.AtomFinish && ev.Role == string(agent.Worker):
@@ -326,21 +322,20 @@ func (e *engine) adoptMerges(ctx context.Context) int {
 		if a == nil || a.Status == state.StatusResolved || !ok {
 			continue
 		}
-		number, _ := ev.Data["number"].(float64)
-		commit, _ := ev.Data["commit"].(string)
+		intent, merge := journal.DataOf[journal.WorktreeData](ev), journal.DataOf[journal.MergeData](ev)
 		// Attempt numbers restart with each run: a merge the journal
 		// recorded belongs to an earlier attempt, never to this intent.
-		pending := ev.Type == journal.Worktree && int(number) == mg.Number && !recorded[mg.Commit] ||
-			ev.Type == journal.Merge && ev.OK != nil && *ev.OK && commit == mg.Commit
+		pending := ev.Type == journal.Worktree && intent.Number == mg.Number && !recorded[mg.Commit] ||
+			ev.Type == journal.Merge && ev.OK != nil && *ev.OK && merge.Commit == mg.Commit
 		if !pending {
 			continue
 		}
-		summary, _ := ev.Data["summary"].(string)
+		summary := intent.Summary
 		a.Status = state.StatusResolved
 		_ = dag.Bind(e.s, a.ID, nonBlank(summary, "resolved by the worker"), mg.Changed)
-		e.event(journal.Event{Type: journal.AtomFinish, Atom: a.ID, Role: string(agent.Worker), Attempt: ev.Attempt, OK: journal.Bool(true),
+		e.event(journal.Event{Atom: a.ID, Role: string(agent.Worker), Attempt: ev.Attempt, OK: journal.Bool(true),
 			Reason: "adopted: its merge was already on " + e.iso.m.Branch() + " when the previous run ended; not merged again",
-			Data:   map[string]any{"summary": summary, "artifacts": mg.Changed, "commit": mg.Commit}})
+		}.With(journal.AtomFinishData{Summary: summary, Artifacts: mg.Changed, Commit: mg.Commit}))
 		e.say("%s: adopted its merge %.12s, made before the previous run ended", a.ID, mg.Commit)
 		last[mg.Atom] = journal.Event{} // one adoption per atom
 		n++

@@ -294,7 +294,7 @@ echo '{"success": true, "summary": "wrote it", "artifacts": ["'$AOT_ATOM_ID'.txt
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = jr.Append(journal.Event{Type: journal.Worktree, Atom: "A", Attempt: 2, Reason: mergingReason, Data: map[string]any{"number": 1, "commit": "0123456789abcdef0123456789abcdef01234567"}})
+	_ = jr.Append(journal.MergeIntent(journal.Event{Atom: "A", Attempt: 2}, journal.WorktreeData{Number: 1, Commit: "0123456789abcdef0123456789abcdef01234567"}))
 	if err := jr.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -147,23 +147,14 @@ func (j *judge) rule(ctx context.Context, item string, c *state.Check) (ruling, 
 
 	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Judge), OK: journal.Bool(err == nil && v.passed),
 		Reason: item, DurationMS: time.Since(start).Milliseconds()}
-	j.e.usageFields(&ev, taskResult{res: res, err: err})
-	if ev.Data == nil {
-		ev.Data = map[string]any{}
-	}
-	ev.Data["check"] = c.Type
-	if len(files) > 0 {
-		ev.Data["files"] = len(files)
-	}
-	if truncated {
-		ev.Data["files_truncated"] = true
-	}
+	d := j.e.usageFields(&ev, taskResult{res: res, err: err})
+	d.Check, d.Files, d.FilesTruncated = c.Type, len(files), truncated
 	if err != nil {
-		ev.Data["error"] = err.Error()
+		d.Error = err.Error()
 	} else {
-		ev.Data["evidence"] = v.evidence
+		d.Evidence = v.evidence
 	}
-	j.e.event(ev)
+	j.e.event(ev.With(d))
 	return v, err
 }
 
@@ -175,7 +166,7 @@ func (j *judge) confirm(ctx context.Context) (bool, error) {
 	refused := false
 	for _, a := range j.asserted {
 		if j.e.opts.Confirm == nil {
-			j.e.event(journal.Event{Type: confirmEvent, Atom: "base_case", OK: journal.Bool(true), Reason: "unconfirmed: no terminal to ask", Data: map[string]any{"item": a.item}})
+			j.e.event(journal.Event{Type: confirmEvent, Atom: "base_case", OK: journal.Bool(true), Reason: "unconfirmed: no terminal to ask"}.With(journal.ConfirmData{Item: a.item}))
 			continue
 		}
 		ok, err := j.e.opts.Confirm(ctx, a.item, a.evidence)
@@ -191,7 +182,7 @@ func (j *judge) confirm(ctx context.Context) (bool, error) {
 			j.refused[a.check] = true
 			refused = true
 		}
-		j.e.event(journal.Event{Type: confirmEvent, Atom: "base_case", OK: journal.Bool(ok), Reason: reason, Data: map[string]any{"item": a.item}})
+		j.e.event(journal.Event{Type: confirmEvent, Atom: "base_case", OK: journal.Bool(ok), Reason: reason}.With(journal.ConfirmData{Item: a.item}))
 	}
 	return refused, nil
 }

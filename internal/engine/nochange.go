@@ -264,15 +264,8 @@ func (e *engine) journalRefusals(t *task, r taskResult) []agent.Denial {
 	}
 	list := joinDenials(e.denied.take(t.id), r.res.Denials)
 	for _, d := range list {
-		data := map[string]any{"tool": d.Tool}
-		if d.Path != "" {
-			data["path"] = d.Path
-		}
-		if d.Why != "" {
-			data["why"] = d.Why
-		}
-		e.event(journal.Event{Type: journal.PermissionDenied, Atom: t.atom, Role: string(t.role), Attempt: t.attempt,
-			Reason: dag.OneLine(refusedLine(d), 300), Data: data})
+		e.event(journal.Event{Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: dag.OneLine(refusedLine(d), 300)}.
+			With(journal.PermissionDeniedData{Tool: d.Tool, Path: d.Path, Why: d.Why}))
 	}
 	return list
 }

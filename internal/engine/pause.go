@@ -95,7 +95,7 @@ func (e *engine) pause(kill bool, reason string) error {
 		e.paused = nil
 		return err
 	}
-	e.event(journal.Event{Type: journal.Pause, Reason: reason, Data: map[string]any{"kill": kill, "running": len(e.tasks)}})
+	e.event(journal.Event{Reason: reason}.With(journal.PauseData{Kill: kill, Running: len(e.tasks)}))
 	if kill {
 		e.say("paused: %s (running agents killed)", reason)
 	} else {
@@ -117,7 +117,7 @@ func (e *engine) resume(reason string) error {
 	if err := e.fx.pauseMarker(nil); err != nil {
 		return err
 	}
-	e.event(journal.Event{Type: journal.Resume, Reason: reason, Data: map[string]any{"paused_ms": held.Milliseconds()}})
+	e.event(journal.Event{Reason: reason}.With(journal.ResumeData{PausedMS: held.Milliseconds()}))
 	// A person held the loop: the sweep starts afresh.
 	e.newSweep()
 	e.say("resumed: %s (paused %s)", reason, held.Round(time.Second))

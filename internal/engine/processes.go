@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"sync"
 
 	"github.com/aot-loop/aot/internal/journal"
@@ -52,7 +51,7 @@ func (ts *treeSet) list() []proc.Tree {
 // start leaves a trace to clean up.
 func (e *engine) started(id int, atom string, attempt int, t proc.Tree) {
 	e.trees.add(id, t)
-	_ = e.jr.Append(journal.Event{Type: journal.Process, Atom: atom, Attempt: attempt, Data: map[string]any{"tree": t}})
+	_ = e.jr.Append(journal.Event{Atom: atom, Attempt: attempt}.With(journal.ProcessData{Tree: t}))
 	_ = e.jr.Sync()
 }
 
@@ -63,11 +62,11 @@ func (e *engine) liveTrees() []proc.Tree { return e.trees.list() }
 func (e *engine) killSurvivors(cp *journal.Event, after []journal.Event) {
 	var trees []proc.Tree
 	if cp != nil {
-		trees = append(trees, treesOf(cp.Data["processes"])...)
+		trees = append(trees, journal.DataOf[journal.CheckpointData](*cp).Processes...)
 	}
 	for _, ev := range after {
 		if ev.Type == journal.Process {
-			trees = append(trees, treesOf([]any{ev.Data["tree"]})...)
+			trees = append(trees, journal.DataOf[journal.ProcessData](ev).Tree)
 		}
 	}
 	killed := 0
@@ -81,27 +80,7 @@ func (e *engine) killSurvivors(cp *journal.Event, after []journal.Event) {
 		_ = proc.KillTree(t)
 	}
 	if killed > 0 {
-		e.event(journal.Event{Type: journal.AtomReset, Reason: "killed agents left running by the previous engine", Data: map[string]any{"process_trees": killed}})
+		e.event(journal.Event{Reason: "killed agents left running by the previous engine"}.With(journal.AtomResetData{ProcessTrees: killed}))
 		e.say("killed %d agent process trees left by the previous engine", killed)
 	}
-}
-
-// treesOf decodes journaled trees.
-func treesOf(v any) []proc.Tree {
-	list, ok := v.([]any)
-	if !ok {
-		return nil
-	}
-	var out []proc.Tree
-	for _, x := range list {
-		data, err := json.Marshal(x)
-		if err != nil {
-			continue
-		}
-		var t proc.Tree
-		if json.Unmarshal(data, &t) == nil {
-			out = append(out, t)
-		}
-	}
-	return out
 }

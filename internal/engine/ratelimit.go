@@ -54,8 +54,7 @@ func (e *engine) rateLimited(t *task, ae *agent.AttemptError) {
 	if c := max(1, min(e.slots(), running)/2); e.rate.cap == 0 || c < e.rate.cap {
 		e.rate.cap = c
 	}
-	e.event(journal.Event{Type: journal.RateLimit, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: ae.Reason, DurationMS: wait.Milliseconds(),
-		Data: map[string]any{"until": e.rate.until.Format(time.RFC3339Nano), "max_parallel": e.rate.cap, "in_a_row": e.rate.inRow, "kind": string(ae.Kind)}})
+	e.event(journal.Event{Type: journal.RateLimit, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: ae.Reason, DurationMS: wait.Milliseconds()}.With(journal.RateLimitData{Until: e.rate.until.Format(time.RFC3339Nano), MaxParallel: e.rate.cap, InARow: e.rate.inRow, Kind: string(ae.Kind)}))
 	e.say("rate limited (%s on %s): waiting %s, then at most %s at once", dag.OneLine(ae.Reason, 80), t.atom, wait.Round(time.Millisecond), plural(e.rate.cap, "agent"))
 	if e.rate.inRow >= rateMaxInRow {
 		e.stopWith(UsageLimit, fmt.Sprintf("usage_limit: the agent's provider refused %d times in a row for rate limits (last: %s); aot run resumes the loop later", e.rate.inRow, dag.OneLine(ae.Reason, 200)))

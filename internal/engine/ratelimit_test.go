@@ -62,8 +62,8 @@ func TestRateLimitsWaitWithFewerAgentsAndAreNotCharged(t *testing.T) {
 			t.Fatalf("rate_limit event = %+v (want the provider's retry-after, 30ms)", ev)
 		}
 	}
-	if mp, _ := rl[0].Data["max_parallel"].(float64); mp != 2 {
-		t.Fatalf("first rate limit lowered parallelism to %v, want 2", rl[0].Data["max_parallel"])
+	if mp := journal.DataOf[journal.RateLimitData](rl[0]).MaxParallel; mp != 2 {
+		t.Fatalf("first rate limit lowered parallelism to %v, want 2", mp)
 	}
 	if maxAfter > 2 {
 		t.Fatalf("%d agents ran at once after a rate limit, want at most 2", maxAfter)

@@ -41,7 +41,7 @@ func (e *engine) redirect(r request) {
 func (e *engine) change(c Change) ([]string, error) {
 	work := state.Clone(e.s)
 	if err := Apply(work, c, e.now()); err != nil {
-		e.event(journal.Event{Type: journal.Redirect, OK: journal.Bool(false), Reason: c.Reason, Data: map[string]any{"error": err.Error()}})
+		e.event(journal.Event{OK: journal.Bool(false), Reason: c.Reason}.With(journal.RedirectData{Error: err.Error()}))
 		return nil, err
 	}
 	// Bounds a person sets now win over this run's flags.
@@ -52,7 +52,7 @@ func (e *engine) change(c Change) ([]string, error) {
 		e.opts.MaxIterations = 0
 	}
 	stopped := e.adopt(work, "redirect: "+c.Reason)
-	e.event(journal.Event{Type: journal.Redirect, OK: journal.Bool(true), Reason: c.Reason, Data: map[string]any{"stopped": stopped}})
+	e.event(journal.Event{OK: journal.Bool(true), Reason: c.Reason}.With(journal.RedirectData{Stopped: &stopped}))
 	return stopped, nil
 }
 

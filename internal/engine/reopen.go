@@ -83,7 +83,7 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 			why := fmt.Sprintf("the base case check %q fails after this atom was resolved: %s", item, ev)
 			e.s.DeleteBinding(a.ID)
 			delete(e.bindIdx, a.ID)
-			e.event(journal.Event{Type: journal.AtomReset, Atom: a.ID, Reason: "reopened: " + dag.OneLine(why, 500), Data: map[string]any{"reopens": e.reopens[a.ID]}})
+			e.event(journal.Event{Atom: a.ID, Reason: "reopened: " + dag.OneLine(why, 500)}.With(journal.AtomResetData{Reopens: e.reopens[a.ID]}))
 			e.say("%s reopened: the check %q fails (%s)", a.ID, item, dag.OneLine(ev, 80))
 			a.Status = state.StatusPending
 			a.LastFailure = dag.OneLine(why, 500)

@@ -194,7 +194,7 @@ func (e *engine) applyPlan(forAtom string, res agent.Result) int {
 				laterD, laterDErr = append(laterD, d), append(laterDErr, err)
 				continue
 			}
-			e.event(journal.Event{Type: journal.Decompose, Atom: parent, OK: journal.Bool(true), Data: map[string]any{"children": ids(kids)}})
+			e.event(journal.Event{Atom: parent, OK: journal.Bool(true)}.With(journal.DecomposeData{Children: ids(kids)}))
 			e.say("planner split %s into %s", parent, strings.Join(ids(kids), ", "))
 			added++
 		}
@@ -275,7 +275,7 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 		return false, nil, fmt.Errorf("base case: %w", err)
 	}
 	failures := Failures(rep)
-	e.event(journal.Event{Type: journal.Verify, OK: journal.Bool(rep.Passed), Data: map[string]any{"failures": failures, "checklist": rep.Checklist, "outputs": CheckOutputDir(e.opts.StateFile)}})
+	e.event(journal.Event{OK: journal.Bool(rep.Passed)}.With(journal.VerifyData{Failures: failures, Checklist: rep.Checklist, Outputs: CheckOutputDir(e.opts.StateFile)}))
 	if rep.Passed {
 		e.say("base case passed")
 	} else {
@@ -419,14 +419,14 @@ func (e *engine) endIteration() string {
 	c.PrevPendingCount = u
 	e.expanded = false
 	e.dirty = true
-	data := map[string]any{"unresolved": u, "unresolved_before": prev, "stall_count": c.StallCount, "attempted": len(e.attempted)}
+	data := journal.IterationData{Unresolved: journal.Ref(u), UnresolvedBefore: journal.Ref(prev), StallCount: c.StallCount, Attempted: journal.Ref(len(e.attempted))}
 	if e.repairSweep() {
 		e.repairs++
-		data["repair"] = true
+		data.Repair = true
 	}
-	e.event(journal.Event{Type: journal.Iteration, Iteration: c.Iteration, Reason: kind, Data: data})
+	e.event(journal.Event{Iteration: c.Iteration, Reason: kind}.With(data))
 	if kind == "stall" {
-		e.event(journal.Event{Type: journal.Stall, Iteration: c.Iteration, Data: map[string]any{"stall_count": c.StallCount, "unresolved": u}})
+		e.event(journal.Event{Iteration: c.Iteration}.With(journal.StallData{StallCount: c.StallCount, Unresolved: u}))
 		e.say("iteration %d: no progress (stall %d of %d)", c.Iteration, c.StallCount, max)
 	}
 	return kind
@@ -544,7 +544,7 @@ func (e *engine) flush() error {
 	e.lastWritten = written
 	e.dirty = false
 	e.lastFlush = e.now()
-	e.event(journal.Event{Type: journal.Checkpoint, Data: e.checkpointData()})
+	e.event(journal.Event{}.With(e.checkpointData()))
 	return nil
 }
 
@@ -625,13 +625,9 @@ func (e *engine) conclude(out *Outcome, landing string) {
 	if landing != "" {
 		e.say("%s", landing)
 	}
-	e.event(journal.Event{Type: journal.Stop, Reason: string(out.Reason), Data: map[string]any{"message": out.Message, "exit_code": out.ExitCode}})
+	e.event(journal.Event{Reason: string(out.Reason)}.With(journal.StopData{Message: out.Message, ExitCode: out.ExitCode}))
 	e.dirty = true
 }
-
-// replayedReason marks a finish copied from before a crash: its usage was
-// already counted.
-const replayedReason = "replayed from the journal after a crash"
 
 // replay re-applies worker results that reached the journal but not the
 // state file before a crash: every successful worker finish after the last
@@ -646,18 +642,14 @@ func (e *engine) replay(events []journal.Event) int {
 		if a == nil || a.Status == state.StatusResolved {
 			continue
 		}
-		summary, _ := ev.Data["summary"].(string)
-		var arts []string
-		if list, ok := ev.Data["artifacts"].([]any); ok {
-			for _, x := range list {
-				if s, ok := x.(string); ok {
-					arts = append(arts, s)
-				}
-			}
-		}
+		d := journal.DataOf[journal.AtomFinishData](ev)
 		a.Status = state.StatusResolved
-		_ = dag.Bind(e.s, a.ID, nonBlank(summary, "resolved by the worker"), arts)
-		e.event(journal.Event{Type: journal.AtomFinish, Atom: a.ID, Role: ev.Role, OK: journal.Bool(true), Reason: replayedReason, Data: ev.Data})
+		var arts []string // none is nil, as the binding always had it
+		if len(d.Artifacts) > 0 {
+			arts = d.Artifacts
+		}
+		_ = dag.Bind(e.s, a.ID, nonBlank(d.Summary, "resolved by the worker"), arts)
+		e.event(journal.Event{Atom: a.ID, Role: ev.Role, OK: journal.Bool(true)}.With(d).Replayed())
 		n++
 	}
 	if n > 0 {

@@ -106,7 +106,7 @@ func (e *engine) afterStall(ctx context.Context) (Outcome, bool) {
 	if n := e.reopen(failures); n > 0 && e.s.Control.StallCount > 0 {
 		e.s.Control.StallCount--
 		e.expanded = false
-		e.event(journal.Event{Type: journal.Iteration, Iteration: e.s.Control.Iteration, Reason: "stall explained", Data: map[string]any{"reopened": n, "stall_count": e.s.Control.StallCount}})
+		e.event(journal.Event{Iteration: e.s.Control.Iteration, Reason: "stall explained"}.With(journal.IterationData{Reopened: n, StallCount: e.s.Control.StallCount}))
 	}
 	return Outcome{}, false
 }
@@ -156,7 +156,7 @@ func (e *engine) backoff(a *state.Atom) {
 	until := e.now().Add(d)
 	e.waiting[a.ID] = until
 	delete(e.ready, a.ID)
-	e.event(journal.Event{Type: journal.Backoff, Atom: a.ID, Attempt: a.Attempts, DurationMS: d.Milliseconds(), Data: map[string]any{"until": until.Format(time.RFC3339Nano)}})
+	e.event(journal.Event{Atom: a.ID, Attempt: a.Attempts, DurationMS: d.Milliseconds()}.With(journal.BackoffData{Until: until.Format(time.RFC3339Nano)}))
 }
 
 // release makes the atoms whose backoff has ended ready again.

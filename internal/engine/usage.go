@@ -51,7 +51,7 @@ func (e *engine) addKnown(u agent.Usage) {
 	}
 	if u.Refused != "" {
 		// Numbers no budget can use: said and journaled, never summed.
-		e.event(journal.Event{Type: journal.UsageRefused, Reason: u.Refused, Data: map[string]any{"refused": strings.Split(u.Refused, "; ")}})
+		e.event(journal.Event{Reason: u.Refused}.With(journal.UsageRefusedData{Refused: strings.Split(u.Refused, "; ")}))
 		e.say("usage reported by an agent was refused: %s", dag.OneLine(u.Refused, 200))
 	}
 	u.Refused = ""
@@ -59,33 +59,35 @@ func (e *engine) addKnown(u agent.Usage) {
 	e.usage.Known = false
 }
 
-// usageFields writes an attempt's usage into its journal event.
-func (e *engine) usageFields(ev *journal.Event, r taskResult) {
+// usageFields writes an attempt's usage into its journal event (an
+// atom_finish): the totals on the event, the tokens (or that the agent
+// reported none) in the data it returns, which the caller completes.
+func (e *engine) usageFields(ev *journal.Event, r taskResult) journal.AtomFinishData {
 	u := attemptUsage(r.res, r.err)
 	ev.Tokens = u.Tokens()
 	ev.CostUSD = agent.AddCost(0, u.CostUSD)
-	if !u.Known {
-		ev.Data = map[string]any{"usage_unknown": true}
-		return
+	var d journal.AtomFinishData
+	switch {
+	case !u.Known:
+		d.UsageUnknown = true
+	case ev.Tokens > 0:
+		d.InputTokens, d.OutputTokens = journal.Ref(journal.Count(u.InputTokens)), journal.Ref(journal.Count(u.OutputTokens))
 	}
-	if ev.Tokens > 0 {
-		ev.Data = map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens}
-	}
+	*ev = ev.With(d)
+	return d
 }
 
 // checkpointData is what a checkpoint carries: the loop's usage so far and
 // the process trees of the attempts in flight.
-func (e *engine) checkpointData() map[string]any {
-	d := map[string]any{
-		"input_tokens":  e.usage.InputTokens,
-		"output_tokens": e.usage.OutputTokens,
-		"cost_usd":      e.usage.CostUSD,
-	}
-	if e.unknown > 0 {
-		d["usage_unknown"] = e.unknown
+func (e *engine) checkpointData() journal.CheckpointData {
+	d := journal.CheckpointData{
+		InputTokens:  journal.Ref(journal.Count(e.usage.InputTokens)),
+		OutputTokens: journal.Count(e.usage.OutputTokens),
+		CostUSD:      e.usage.CostUSD,
+		UsageUnknown: journal.Count(e.unknown),
 	}
 	if trees := e.liveTrees(); len(trees) > 0 {
-		d["processes"] = trees
+		d.Processes = trees
 	}
 	return d
 }
@@ -96,7 +98,7 @@ func (e *engine) checkpointData() map[string]any {
 // journal written before checkpoints carried totals is summed whole.
 func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) error {
 	if cp != nil {
-		if _, ok := cp.Data["input_tokens"]; !ok {
+		if journal.DataOf[journal.CheckpointData](*cp).InputTokens == nil {
 			// An older journal: no totals in its checkpoints.
 			all, err := journal.Read(journal.PathFor(e.opts.StateFile))
 			if err != nil {
@@ -106,44 +108,30 @@ func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) error {
 		}
 	}
 	if cp != nil {
+		d := journal.DataOf[journal.CheckpointData](*cp)
 		e.usage = agent.Usage{
-			InputTokens:  agent.TokensOf(num(cp.Data["input_tokens"])),
-			OutputTokens: agent.TokensOf(num(cp.Data["output_tokens"])),
-			CostUSD:      agent.AddCost(0, num(cp.Data["cost_usd"])),
+			InputTokens:  int64(*d.InputTokens),
+			OutputTokens: int64(d.OutputTokens),
+			CostUSD:      agent.AddCost(0, d.CostUSD),
 		}
-		e.unknown = int(agent.TokensOf(num(cp.Data["usage_unknown"])))
+		e.unknown = int(d.UsageUnknown)
 	}
 	for _, ev := range after {
-		if ev.Type != journal.AtomFinish || ev.Reason == replayedReason {
+		if ev.Type != journal.AtomFinish || ev.IsReplayed() {
 			continue
 		}
-		if unknown, _ := ev.Data["usage_unknown"].(bool); unknown {
+		d := journal.DataOf[journal.AtomFinishData](ev)
+		if d.UsageUnknown {
 			e.unknown++
 		}
-		u := agent.Usage{
-			InputTokens:  agent.TokensOf(num(ev.Data["input_tokens"])),
-			OutputTokens: agent.TokensOf(num(ev.Data["output_tokens"])),
-			CostUSD:      ev.CostUSD,
-		}
+		in, out := d.Tokens()
+		u := agent.Usage{InputTokens: in, OutputTokens: out, CostUSD: ev.CostUSD}
 		if u.Tokens() == 0 {
 			u.InputTokens = ev.Tokens // only the total was journaled
 		}
 		e.usage = e.usage.Plus(u)
 	}
 	return nil
-}
-
-// num is a journaled number (float64 once decoded), 0 when it is not one.
-func num(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case int64:
-		return float64(x)
-	case int:
-		return float64(x)
-	}
-	return 0
 }
 
 // usageLimit handles an agent's quota answer: with a reset time the loop
@@ -172,7 +160,7 @@ func (e *engine) usageLimit(atom string, res agent.Result) {
 	}
 	if at.After(e.quotaUntil) {
 		e.quotaUntil = at
-		e.event(journal.Event{Type: journal.QuotaWait, Atom: atom, Reason: "the agent's usage limit resets at " + at.Format(time.RFC3339), Data: map[string]any{"until": at.Format(time.RFC3339)}})
+		e.event(journal.Event{Atom: atom, Reason: "the agent's usage limit resets at " + at.Format(time.RFC3339)}.With(journal.QuotaWaitData{Until: at.Format(time.RFC3339)}))
 		e.say("usage limit: waiting until %s, then the loop goes on (aot stop ends it now)", at.Local().Format(time.TimeOnly))
 		e.dirty = true
 	}

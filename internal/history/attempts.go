@@ -113,7 +113,7 @@ func (b *Book) Add(ev journal.Event) *Attempt {
 		a.Outcome, a.Reason, a.DurationMS = "running", "", 0
 		return a
 	case journal.AtomFinish:
-		if ev.Role == "" || ev.Reason == "replayed from the journal after a crash" {
+		if ev.Role == "" || ev.IsReplayed() {
 			return nil
 		}
 		a, _ := b.get(ev.Atom, ev.Role, attemptOf(ev))

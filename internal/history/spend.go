@@ -35,7 +35,7 @@ func (sp *Spending) Add(ev journal.Event) {
 	if ev.Type != journal.AtomFinish {
 		return
 	}
-	unknown, _ := ev.Data["usage_unknown"].(bool)
+	unknown := journal.DataOf[journal.AtomFinishData](ev).UsageUnknown
 	count := func(s Spend) Spend {
 		s.Attempts++
 		s.Tokens = agent.AddCount(s.Tokens, ev.Tokens)

@@ -305,7 +305,7 @@ func (j *Journal) verify() error {
 	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
 		data = data[:i+1] // a line cut in half by a truncation
 	}
-	ev := Event{Time: j.now(), Type: JournalLost, Data: map[string]any{}}
+	var lost JournalLostData
 	var why string
 	switch {
 	case at == nil:
@@ -313,9 +313,8 @@ func (j *Journal) verify() error {
 	case !os.SameFile(at, mine):
 		why = "the journal was replaced behind the engine's back; written back from the open file"
 	default:
-		lost := j.size - int64(len(data))
-		ev.Data["lost_bytes"] = lost
-		why = fmt.Sprintf("the journal was cut behind the engine's back: %d bytes of it are lost; the rest is kept, and the next checkpoint carries the loop's totals", lost)
+		lost.LostBytes = j.size - int64(len(data))
+		why = fmt.Sprintf("the journal was cut behind the engine's back: %d bytes of it are lost; the rest is kept, and the next checkpoint carries the loop's totals", lost.LostBytes)
 	}
 	dir := filepath.Dir(j.path)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -326,12 +325,11 @@ func (j *Journal) verify() error {
 	if at != nil && !os.SameFile(at, mine) {
 		kept := fmt.Sprintf("%s.replaced-%s", j.path, j.now().UTC().Format("20060102T150405.000Z"))
 		if err := os.Rename(j.path, kept); err == nil {
-			ev.Data["kept"] = kept
+			lost.Kept = kept
 			why += "; the file found there is kept in " + kept
 		}
 	}
-	ev.Reason = why
-	line, err := json.Marshal(ev)
+	line, err := json.Marshal(Event{Time: j.now(), Reason: why}.With(lost))
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -443,14 +441,23 @@ func decode(data []byte, path string, first int) ([]Event, []Skipped, int) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var e Event
-		if err := json.Unmarshal(line, &e); err != nil {
+		e, err := decodeLine(line)
+		if err != nil {
 			skipped = append(skipped, Skipped{Path: path, Line: n, Err: err.Error()})
 			continue
 		}
 		out = append(out, e)
 	}
 	return out, skipped, used
+}
+
+// decodeLine reads one line as an event. Numbers in its data read as
+// float64; the payload types read them back (a token count past 2^53
+// saturates, see Count).
+func decodeLine(line []byte) (Event, error) {
+	var e Event
+	err := json.Unmarshal(line, &e)
+	return e, err
 }
 
 // Follower reads a journal as it grows (aot logs --follow, aot serve): each
@@ -603,8 +610,7 @@ func scanBack(path string) (cp *Event, after []byte, err error) {
 			if !bytes.Contains(line, word) {
 				continue
 			}
-			var e Event
-			if json.Unmarshal(line, &e) == nil && e.Type == Checkpoint {
+			if e, err := decodeLine(line); err == nil && e.Type == Checkpoint {
 				return &e, tail[nl+1:], nil
 			}
 		}

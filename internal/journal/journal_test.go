@@ -248,7 +248,7 @@ func TestCheckpointIsAnEventNotBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp == nil || cp.Data["input_tokens"] != float64(2000) {
+	if cp == nil || DataOf[CheckpointData](*cp).InputTokens == nil || *DataOf[CheckpointData](*cp).InputTokens != 2000 {
 		t.Fatalf("checkpoint = %+v; want the real one (2000 tokens)", cp)
 	}
 	var atoms []string

@@ -277,9 +277,7 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 			}
 			d.runStart, d.runPause = &t, 0
 		case journal.Resume:
-			if ms, ok := evs[i].Data["paused_ms"].(float64); ok {
-				d.runPause += time.Duration(ms) * time.Millisecond
-			}
+			d.runPause += time.Duration(journal.DataOf[journal.ResumeData](evs[i]).PausedMS) * time.Millisecond
 		}
 	}
 	if running {
@@ -773,8 +771,7 @@ func (s *Server) atomDocs(l *loop) ([]atomDoc, map[string][]*history.Attempt, er
 	for _, ev := range evs {
 		book.Add(ev)
 		if ev.Type == journal.AtomFinish && ev.Atom != "" {
-			k, _ := ev.Data["kind"].(string)
-			kinds[ev.Atom] = k
+			kinds[ev.Atom] = journal.DataOf[journal.AtomFinishData](ev).Kind
 		}
 	}
 	runs := map[string][]*history.Attempt{}
@@ -945,10 +942,11 @@ func (s *Server) checklist(w http.ResponseWriter, r *http.Request, l *loop) {
 	for i := len(evs) - 1; i >= 0; i-- {
 		if ev := evs[i]; ev.Type == journal.Verify {
 			doc["verified_at"], doc["passed"] = ev.Time, ev.OK
-			if items, ok := ev.Data["checklist"]; ok && items != nil {
-				doc["items"] = items
+			v := journal.DataOf[journal.VerifyData](ev)
+			if v.Checklist != nil {
+				doc["items"] = v.Checklist
 			}
-			doc["failures"] = ev.Data["failures"]
+			doc["failures"] = v.Failures
 			break
 		}
 	}
