@@ -22,6 +22,11 @@ import (
 //   - a deleted or emptied file is written back from memory, unless its
 //     project folder was moved or deleted (moved.go).
 
+// goneSettle is how many times (20 ms apart) the engine looks whether a
+// missing state file's project folder is going too, before it writes the
+// file back.
+const goneSettle = 25
+
 // external handles a state file that changed since the engine's last write.
 func (e *engine) external() error {
 	if err := e.place.check(); err != nil {
@@ -41,6 +46,15 @@ func (e *engine) external() error {
 	}
 	switch {
 	case errors.Is(err, state.ErrNotExist):
+		// A project folder being deleted (rm -r) or moved file by file
+		// loses the state file before the folder itself: look again for a
+		// moment before writing it back there.
+		for range goneSettle {
+			time.Sleep(20 * time.Millisecond)
+			if err := e.place.check(); err != nil {
+				return err
+			}
+		}
 		return e.restore("the state file was deleted behind the engine's back; written back from memory", nil)
 	case err != nil:
 		data, _ := os.ReadFile(path)

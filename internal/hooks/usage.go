@@ -97,9 +97,8 @@ func journalSessionUsage(stateFile string, in Input) error {
 		if err != nil {
 			return err
 		}
-		ev := journal.Event{Type: journal.SessionUsage, Tokens: inTok + outTok,
-			Reason: "the model calls of session " + in.SessionID,
-			Data:   map[string]any{"session": in.SessionID, "input_tokens": inTok, "output_tokens": outTok}}
+		ev := journal.Event{Tokens: inTok + outTok, Reason: "the model calls of session " + in.SessionID}.With(
+			journal.SessionUsageData{Session: in.SessionID, InputTokens: journal.Count(inTok), OutputTokens: journal.Count(outTok)})
 		if err := errors.Join(j.Append(ev), j.Close()); err != nil {
 			return err
 		}

@@ -311,6 +311,16 @@ type AttemptRetryData struct {
 
 func (AttemptRetryData) EventType() string { return AttemptRetry }
 
+// SessionUsageData: the tokens an in-session loop's owning session used
+// since its last stop, from its transcript.
+type SessionUsageData struct {
+	Session      string `json:"session"`
+	InputTokens  Count  `json:"input_tokens"`
+	OutputTokens Count  `json:"output_tokens"`
+}
+
+func (SessionUsageData) EventType() string { return SessionUsage }
+
 // Tokens returns the input and output tokens an atom_finish journaled (0
 // when it journaled none).
 func (d AtomFinishData) Tokens() (in, out int64) {

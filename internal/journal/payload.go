@@ -206,6 +206,7 @@ var kinds = map[string]func(Event) Payload{
 	Worktree: decoder[WorktreeData], Merge: decoder[MergeData], Pause: decoder[PauseData], Resume: decoder[ResumeData],
 	UsageRefused: decoder[UsageRefusedData], JournalLost: decoder[JournalLostData],
 	PermissionDenied: decoder[PermissionDeniedData], AttemptRetry: decoder[AttemptRetryData],
+	SessionUsage: decoder[SessionUsageData],
 }
 
 func decoder[T Payload](e Event) Payload { return DataOf[T](e) }
