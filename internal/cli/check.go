@@ -78,7 +78,7 @@ func printValidate(io *streams, path string, doc validateDoc) {
 		fmt.Fprintf(io.Out, "%s: %s (%s, %s)\n", path, io.status("valid"), plural(*doc.AtomCount, "atom"), plural(len(doc.Warnings), "warning"))
 		return
 	}
-	fmt.Fprintf(io.Out, "%s: %s (%d errors, %d warnings)\n", path, io.status("invalid"), len(doc.Errors), len(doc.Warnings))
+	fmt.Fprintf(io.Out, "%s: %s (%s, %s)\n", path, io.status("invalid"), plural(len(doc.Errors), "error"), plural(len(doc.Warnings), "warning"))
 }
 
 type gateOptions struct {

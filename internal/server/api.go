@@ -320,6 +320,12 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 	for i := range st.Atoms {
 		d.attempts = max(d.attempts, st.Atoms[i].Attempts)
 	}
+	if r := state.Validate(st); !r.Valid() {
+		// A file that does not validate is a broken loop, not a stopped
+		// one: said, with its first error (aot validate lists them all).
+		d.Status, d.st = "failed", nil
+		d.Error = fmt.Sprintf("the state file does not validate (%s); aot validate lists every error", r.Errors[0])
+	}
 	return d
 }
 

@@ -970,3 +970,39 @@ func TestTheSummaryCountsTheSweepUnderWayAndTheRunsTimes(t *testing.T) {
 		t.Errorf("after completing: %+v", s)
 	}
 }
+
+// A state file edited into one that does not validate (a cycle) is shown
+// as a failed loop with the reason, not as a plain stopped one.
+func TestALoopWhoseStateDoesNotValidateIsFailedWithItsReason(t *testing.T) {
+	h := start(t, "")
+	id := h.create("A1", "A2")
+	type doc struct {
+		Status    string `json:"status"`
+		Error     string `json:"error"`
+		StateFile string `json:"state_file"`
+	}
+	var s doc
+	if code := h.do("GET", "/api/loops/"+id, nil, &s); code != 200 || s.Status == "failed" || s.StateFile == "" {
+		t.Fatalf("a new loop: %d %+v", code, s)
+	}
+	data, err := os.ReadFile(s.StateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A2 depends on A1 and A1 on A2.
+	edited := strings.Replace(string(data), "  - id: A1\n    description: \"make A1.done\"\n    status: pending\n    depends_on: []", "  - id: A1\n    description: \"make A1.done\"\n    status: pending\n    depends_on: [A2]", 1)
+	edited = strings.Replace(edited, "  - id: A2\n    description: \"make A2.done\"\n    status: pending\n    depends_on: []", "  - id: A2\n    description: \"make A2.done\"\n    status: pending\n    depends_on: [A1]", 1)
+	if strings.Count(edited, "depends_on: [A") != 2 {
+		t.Fatalf("the test could not make a cycle in:\n%s", data)
+	}
+	if err := os.WriteFile(s.StateFile, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the loop shows as failed", func() bool {
+		h.do("GET", "/api/loops/"+id, nil, &s)
+		return s.Status == "failed"
+	})
+	if !strings.Contains(s.Error, "cycle") {
+		t.Errorf("the reason does not name the cycle: %q", s.Error)
+	}
+}
