@@ -559,3 +559,40 @@ func TestCleanDeletesOnlyTheLoopsAtomBranches(t *testing.T) {
 		t.Error("a prefix that is not a folder of branches was accepted")
 	}
 }
+
+func TestSweepRemovesAttemptWorktreesOfDeadWorkersFromTheClone(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	ctx := context.Background()
+	c, err := a.openClone(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := a.newAttemptTree(ctx, c, seed, "L", "", "", "A", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its worker died: the lock is free, the worktree and branch stay.
+	dead.sc.lock.Unlock()
+	if got := gitT(t, c.dir, "branch", "--list", "aot-attempt/*"); !strings.Contains(got, dead.a.Branch) {
+		t.Fatalf("the attempt's branch is not in the clone: %q", got)
+	}
+	live, err := a.newAttemptTree(ctx, c, seed, "L", "", "", "A", 1)
+	if err != nil {
+		t.Fatalf("the same attempt again beside the dead one: %v", err)
+	}
+	if n := a.sweep(ctx); n != 1 {
+		t.Errorf("sweep removed %d folders, want 1", n)
+	}
+	if got := gitT(t, c.dir, "branch", "--list", "aot-attempt/*"); strings.Contains(got, dead.a.Branch) || !strings.Contains(got, live.a.Branch) {
+		t.Errorf("branches after the sweep: %q, want only %s", got, live.a.Branch)
+	}
+	if _, err := os.Stat(filepath.Join(live.a.Path, ".git")); err != nil {
+		t.Errorf("the running attempt's worktree was touched: %v", err)
+	}
+	live.remove(ctx)
+	if got := gitT(t, c.dir, "branch", "--list", "aot-attempt/*"); got != "" {
+		t.Errorf("branches left: %q", got)
+	}
+	noWorktrees(t, a)
+}

@@ -155,21 +155,13 @@ type scratch struct {
 
 // newScratch makes an activity's repository with HEAD at head.
 func (a *Activities) newScratch(ctx context.Context, c *clone, head string) (*scratch, error) {
-	work := filepath.Join(a.Cache, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, fmt.Errorf("cache folder: %w", err)
-	}
-	dir, err := os.MkdirTemp(work, "wt-")
+	s, err := a.workFolder()
 	if err != nil {
-		return nil, fmt.Errorf("cache folder: %w", err)
+		return nil, err
 	}
-	s := &scratch{dir: dir, repo: filepath.Join(dir, "repo"), lock: flock.New(dir + ".lock")}
-	if err := s.lock.Lock(); err != nil {
-		os.Remove(dir)
-		return nil, fmt.Errorf("cache folder: %w", err)
-	}
+	s.repo = filepath.Join(s.dir, "repo")
 	err = c.withLock(ctx, func() error {
-		_, err := workspace.Git(ctx, dir, "clone", "--quiet", "--shared", "--no-checkout", c.dir, s.repo)
+		_, err := workspace.Git(ctx, s.dir, "clone", "--quiet", "--shared", "--no-checkout", c.dir, s.repo)
 		return err
 	})
 	if err == nil {
@@ -259,6 +251,7 @@ func (a *Activities) sweep(ctx context.Context) (removed int) {
 			_, err := workspace.Git(ctx, c.dir, "worktree", "prune")
 			return err
 		})
+		a.sweepTrees(ctx, c)
 	}
 	return removed
 }

@@ -95,6 +95,7 @@ type Manager struct {
 	mu       sync.Mutex
 	addMu    sync.Mutex // serializes git worktree add
 	started  bool
+	detached bool // StartDetached: no integration worktree, Finish merges nothing
 	start    startPoint
 	head     string            // the integration branch's commit
 	runStart string            // its commit when this run started
@@ -264,6 +265,20 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.protect.removeFrom(m.intPath)
 	m.start, m.head, m.runStart, m.started = sp, head, head, true
 	return nil
+}
+
+// StartDetached readies the manager to make attempts at commit whose work
+// is merged elsewhere (a Temporal worker's attempt, pushed and merged by
+// another activity): no integration worktree nor branch is made, and
+// [Manager.Finish] commits the attempt on its branch as always but merges
+// nothing; Merge.Commit is then the attempt's commit. It is not for a
+// manager already started.
+func (m *Manager) StartDetached(commit string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started {
+		m.head, m.runStart, m.started, m.detached = commit, commit, true, true
+	}
 }
 
 // Plan names attempt number n of atom; it creates nothing. The same atom and
