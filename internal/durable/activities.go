@@ -156,9 +156,6 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	if err != nil {
 		return res, err
 	}
-	if c.resolve(ctx, in.BaseCommit) == "" {
-		return res, nonRetryable(fmt.Errorf("%s has no commit %s", in.Repo, in.BaseCommit))
-	}
 	project := ""
 	if !filepath.IsAbs(in.Task.Workdir) {
 		project = in.Task.Workdir

@@ -42,7 +42,8 @@ func (c *clone) withTreeLock(ctx context.Context, fn func() error) error {
 }
 
 // cloneHaving is [Activities.openClone] that does not fetch when the clone
-// already holds commit.
+// already holds commit; a repository without commit is a non-retryable
+// error.
 func (a *Activities) cloneHaving(ctx context.Context, url, commit string) (*clone, error) {
 	if url != "" {
 		repos := filepath.Join(a.Cache, "repos")
@@ -52,7 +53,14 @@ func (a *Activities) cloneHaving(ctx context.Context, url, commit string) (*clon
 			return c, nil
 		}
 	}
-	return a.openClone(ctx, url)
+	c, err := a.openClone(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if c.resolve(ctx, commit) == "" {
+		return nil, nonRetryable(fmt.Errorf("%s has no commit %s", url, commit))
+	}
+	return c, nil
 }
 
 // workFolder makes an activity's folder in work/, locked (its repo is

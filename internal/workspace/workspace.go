@@ -145,7 +145,7 @@ func Open(ctx context.Context, projectRoot string, o Options) (*Manager, error) 
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	m.root, m.common = realPath(top), realPath(common)
-	if v, _ := m.line(ctx, abs, "version"); !versionAtLeast(v, 2, 38) {
+	if v := m.gitVersion(ctx, abs); !versionAtLeast(v, 2, 38) {
 		return nil, fmt.Errorf("workspace: %s, need git 2.38 or later (merge-tree --write-tree): %w", v, ErrNotGit)
 	}
 	if _, err := m.git(ctx, abs, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
@@ -182,6 +182,23 @@ func Open(ctx context.Context, projectRoot string, o Options) (*Manager, error) 
 	}
 	m.protect = newProtected(m.root, stateFile)
 	return m, nil
+}
+
+// knownVersion is the first answer of git version, asked once a process:
+// a Temporal worker opens a manager per attempt.
+var knownVersion struct {
+	sync.Mutex
+	v string
+}
+
+// gitVersion is git's version line.
+func (m *Manager) gitVersion(ctx context.Context, dir string) string {
+	knownVersion.Lock()
+	defer knownVersion.Unlock()
+	if knownVersion.v == "" {
+		knownVersion.v, _ = m.line(ctx, dir, "version")
+	}
+	return knownVersion.v
 }
 
 // DefaultDir is where the worktrees of the repository whose git common
