@@ -251,13 +251,18 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	// The attempt's branch is this loop's alone; a retried attempt
 	// replaces what its dead predecessor pushed, and nothing else.
 	// The clone may not have been fetched for this attempt: a push refused
-	// on what it last knew of the branch is tried again on what it is now.
+	// because what it last knew of the branch was old is tried again on
+	// what it is now; any other refusal is the activity's failure.
 	up := workspace.RemoteUpdate{Ref: "refs/heads/" + in.Branch, Commit: mr.Commit, Expect: c.remoteBranch(ctx, in.Branch)}
 	if err := workspace.Push(ctx, c.dir, in.Repo, up); err != nil {
 		if ferr := c.fetch(ctx); ferr != nil {
 			return res, fmt.Errorf("push %s: %w", in.Branch, errors.Join(err, ferr))
 		}
-		up.Expect = c.remoteBranch(ctx, in.Branch)
+		now := c.remoteBranch(ctx, in.Branch)
+		if now == up.Expect {
+			return res, fmt.Errorf("push %s: %w", in.Branch, err)
+		}
+		up.Expect = now
 		if err := workspace.Push(ctx, c.dir, in.Repo, up); err != nil {
 			return res, fmt.Errorf("push %s: %w", in.Branch, err)
 		}

@@ -596,3 +596,35 @@ func TestSweepRemovesAttemptWorktreesOfDeadWorkersFromTheClone(t *testing.T) {
 	}
 	noWorktrees(t, a)
 }
+
+// A worker whose clone already holds the base does not fetch it; a retry
+// of an attempt whose dead predecessor pushed meanwhile, unseen by that
+// clone, still replaces the predecessor's push.
+func TestARetriedAttemptReplacesAPushItsCloneHasNotSeen(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	first, second := newActivities(t), newActivities(t)
+	write := func(text string) string {
+		return `echo ` + text + ` > a.txt && echo '{"success": true, "summary": "wrote ` + text + `"}'`
+	}
+	// The second worker's clone is made, with the base in it.
+	if _, err := second.Attempt(context.Background(), attemptInput(repo, seed, "B", `echo '{"success": true}'`)); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := first.Attempt(context.Background(), attemptInput(repo, seed, "A", write("one")))
+	if err != nil || dead.Commit == "" {
+		t.Fatalf("the first try: %+v, %v", dead, err)
+	}
+	in := attemptInput(repo, seed, "A", write("two"))
+	again, err := second.Attempt(context.Background(), in)
+	if err != nil || again.Commit == "" || again.Commit == dead.Commit {
+		t.Fatalf("the retry: %+v, %v", again, err)
+	}
+	if got := branchOf(t, repo, in.Branch); got != again.Commit {
+		t.Errorf("%s is at %s, want the retry's %s", in.Branch, got, again.Commit)
+	}
+	if got := gitT(t, repo, "show", again.Commit+":a.txt"); got != "two" {
+		t.Errorf("a.txt = %q", got)
+	}
+	noWorktrees(t, first)
+	noWorktrees(t, second)
+}
