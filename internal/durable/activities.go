@@ -175,36 +175,37 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		return res, err
 	}
 
-	c, err := a.openClone(ctx, in.Repo)
+	c, err := a.cloneHaving(ctx, in.Repo, in.BaseCommit)
 	if err != nil {
 		return res, err
 	}
-	if c.resolve(ctx, in.BaseCommit) == "" {
-		return res, nonRetryable(fmt.Errorf("%s has no commit %s", in.Repo, in.BaseCommit))
-	}
-	sc, err := a.newScratch(ctx, c, in.BaseCommit)
-	if err != nil {
-		return res, err
-	}
-	defer sc.remove()
-	ctx = sc.noteTrees(ctx) // the agent's process trees, for a sweep (orphans.go)
 	project := ""
 	if !filepath.IsAbs(in.Task.Workdir) {
 		project = in.Task.Workdir
 	}
-	m, err := sc.manager(ctx, in.Loop, project, in.Task.StateFile)
-	if err != nil {
-		return res, err
-	}
 	task := in.Task
+	var m *workspace.Manager
 	root, wa := "", workspace.Attempt{}
 	if task.Role == agent.Worker {
-		wa = m.Plan(task.Atom.ID, task.Attempt)
-		if err := m.Create(ctx, wa); err != nil {
+		// Its own worktree in the worker's clone, and nothing else.
+		t, err := a.newAttemptTree(ctx, c, in.BaseCommit, in.Loop, project, in.Task.StateFile, task.Atom.ID, task.Attempt)
+		if err != nil {
 			return res, err
 		}
+		defer t.remove(ctx)
+		ctx = t.sc.noteTrees(ctx) // the agent's process trees, for a sweep (orphans.go)
+		m, wa = t.m, t.a
 		root, task.Workdir = wa.Path, wa.Dir
 	} else {
+		sc, err := a.newScratch(ctx, c, in.BaseCommit)
+		if err != nil {
+			return res, err
+		}
+		defer sc.remove()
+		ctx = sc.noteTrees(ctx) // the agent's process trees, for a sweep (orphans.go)
+		if m, err = sc.manager(ctx, in.Loop, project, in.Task.StateFile); err != nil {
+			return res, err
+		}
 		task.Workdir = m.IntegrationDir()
 		root = rootOf(task.Workdir, project)
 	}
@@ -274,9 +275,22 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	}
 	// The attempt's branch is this loop's alone; a retried attempt
 	// replaces what its dead predecessor pushed, and nothing else.
+	// The clone may not have been fetched for this attempt: a push refused
+	// because what it last knew of the branch was old is tried again on
+	// what it is now; any other refusal is the activity's failure.
 	up := workspace.RemoteUpdate{Ref: "refs/heads/" + in.Branch, Commit: mr.Commit, Expect: c.remoteBranch(ctx, in.Branch)}
-	if err := workspace.Push(ctx, sc.repo, in.Repo, up); err != nil {
-		return res, fmt.Errorf("push %s: %w", in.Branch, err)
+	if err := workspace.Push(ctx, c.dir, in.Repo, up); err != nil {
+		if ferr := c.fetch(ctx); ferr != nil {
+			return res, fmt.Errorf("push %s: %w", in.Branch, errors.Join(err, ferr))
+		}
+		now := c.remoteBranch(ctx, in.Branch)
+		if now == up.Expect {
+			return res, fmt.Errorf("push %s: %w", in.Branch, err)
+		}
+		up.Expect = now
+		if err := workspace.Push(ctx, c.dir, in.Repo, up); err != nil {
+			return res, fmt.Errorf("push %s: %w", in.Branch, err)
+		}
 	}
 	res.Commit = mr.Commit
 	return res, nil

@@ -584,3 +584,72 @@ func TestVerifyKillsACommandAtTheLoopsCheckTimeout(t *testing.T) {
 	}
 	noWorktrees(t, a)
 }
+
+func TestSweepRemovesAttemptWorktreesOfDeadWorkersFromTheClone(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	ctx := context.Background()
+	c, err := a.openClone(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := a.newAttemptTree(ctx, c, seed, "L", "", "", "A", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its worker died: the lock is free, the worktree and branch stay.
+	dead.sc.lock.Unlock()
+	if got := gitT(t, c.dir, "branch", "--list", "aot-attempt/*"); !strings.Contains(got, dead.a.Branch) {
+		t.Fatalf("the attempt's branch is not in the clone: %q", got)
+	}
+	live, err := a.newAttemptTree(ctx, c, seed, "L", "", "", "A", 1)
+	if err != nil {
+		t.Fatalf("the same attempt again beside the dead one: %v", err)
+	}
+	if n := a.sweep(ctx); n != 1 {
+		t.Errorf("sweep removed %d folders, want 1", n)
+	}
+	if got := gitT(t, c.dir, "branch", "--list", "aot-attempt/*"); strings.Contains(got, dead.a.Branch) || !strings.Contains(got, live.a.Branch) {
+		t.Errorf("branches after the sweep: %q, want only %s", got, live.a.Branch)
+	}
+	if _, err := os.Stat(filepath.Join(live.a.Path, ".git")); err != nil {
+		t.Errorf("the running attempt's worktree was touched: %v", err)
+	}
+	live.remove(ctx)
+	if got := gitT(t, c.dir, "branch", "--list", "aot-attempt/*"); got != "" {
+		t.Errorf("branches left: %q", got)
+	}
+	noWorktrees(t, a)
+}
+
+// A worker whose clone already holds the base does not fetch it; a retry
+// of an attempt whose dead predecessor pushed meanwhile, unseen by that
+// clone, still replaces the predecessor's push.
+func TestARetriedAttemptReplacesAPushItsCloneHasNotSeen(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	first, second := newActivities(t), newActivities(t)
+	write := func(text string) string {
+		return `echo ` + text + ` > a.txt && echo '{"success": true, "summary": "wrote ` + text + `"}'`
+	}
+	// The second worker's clone is made, with the base in it.
+	if _, err := second.Attempt(context.Background(), attemptInput(repo, seed, "B", `echo '{"success": true}'`)); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := first.Attempt(context.Background(), attemptInput(repo, seed, "A", write("one")))
+	if err != nil || dead.Commit == "" {
+		t.Fatalf("the first try: %+v, %v", dead, err)
+	}
+	in := attemptInput(repo, seed, "A", write("two"))
+	again, err := second.Attempt(context.Background(), in)
+	if err != nil || again.Commit == "" || again.Commit == dead.Commit {
+		t.Fatalf("the retry: %+v, %v", again, err)
+	}
+	if got := branchOf(t, repo, in.Branch); got != again.Commit {
+		t.Errorf("%s is at %s, want the retry's %s", in.Branch, got, again.Commit)
+	}
+	if got := gitT(t, repo, "show", again.Commit+":a.txt"); got != "two" {
+		t.Errorf("a.txt = %q", got)
+	}
+	noWorktrees(t, first)
+	noWorktrees(t, second)
+}

@@ -22,9 +22,13 @@ import (
 //	                     fetched before each activity: the objects every
 //	                     activity's repository shares
 //	repos/<slug>.lock    held while the clone is fetched
-//	work/wt-*/           one repository per running activity (git clone
-//	                     --shared of the clone: nothing copied) and the
-//	                     worktrees a workspace.Manager makes in it
+//	work/wt-*/           one folder per running activity: a worker
+//	                     attempt's worktree of the clone itself (its branch
+//	                     named after the folder), or for the others a
+//	                     repository (git clone --shared of the clone:
+//	                     nothing copied) and the worktrees a
+//	                     workspace.Manager makes in it
+//	repos/<slug>.worktrees.lock  held while a worktree is added or removed
 //	work/wt-*.lock       held while the activity runs: a folder whose lock
 //	                     nobody holds was left by a worker that died
 //	work/wt-*.trees      the activity's agent process trees (orphans.go)
@@ -122,7 +126,10 @@ func (c *clone) fetch(ctx context.Context) error {
 
 // fetchHeld fetches with the clone's lock held.
 func (c *clone) fetchHeld(ctx context.Context) error {
-	if _, err := workspace.Git(ctx, c.dir, "fetch", "--quiet", "--prune", "--no-tags", "origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
+	// No FETCH_HEAD and no look for forced updates: nothing reads them, and
+	// they are a quarter of a fetch from a remote on the same machine.
+	if _, err := workspace.Git(ctx, c.dir, "-c", "fetch.showForcedUpdates=false", "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
+		"origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
 		return fmt.Errorf("fetch %s: %w", c.url, err)
 	}
 	return nil
@@ -156,21 +163,13 @@ type scratch struct {
 
 // newScratch makes an activity's repository with HEAD at head.
 func (a *Activities) newScratch(ctx context.Context, c *clone, head string) (*scratch, error) {
-	work := filepath.Join(a.Cache, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, fmt.Errorf("cache folder: %w", err)
-	}
-	dir, err := os.MkdirTemp(work, "wt-")
+	s, err := a.workFolder()
 	if err != nil {
-		return nil, fmt.Errorf("cache folder: %w", err)
+		return nil, err
 	}
-	s := &scratch{dir: dir, repo: filepath.Join(dir, "repo"), lock: flock.New(dir + ".lock")}
-	if err := s.lock.Lock(); err != nil {
-		os.Remove(dir)
-		return nil, fmt.Errorf("cache folder: %w", err)
-	}
+	s.repo = filepath.Join(s.dir, "repo")
 	err = c.withLock(ctx, func() error {
-		_, err := workspace.Git(ctx, dir, "clone", "--quiet", "--shared", "--no-checkout", c.dir, s.repo)
+		_, err := workspace.Git(ctx, s.dir, "clone", "--quiet", "--shared", "--no-checkout", c.dir, s.repo)
 		return err
 	})
 	if err == nil {
@@ -262,6 +261,7 @@ func (a *Activities) sweep(ctx context.Context) (removed int) {
 			_, err := workspace.Git(ctx, c.dir, "worktree", "prune")
 			return err
 		})
+		a.sweepTrees(ctx, c)
 	}
 	return removed
 }

@@ -27,7 +27,8 @@ type Merge struct {
 	// artifacts).
 	Changed []string
 	// Commit is the integration branch's new commit; "" when nothing was
-	// merged (no change, or a conflict).
+	// merged (no change, or a conflict). A detached manager's
+	// ([Manager.StartDetached]) is the attempt's own commit.
 	Commit string
 	// Conflict: the changes were not merged, because git could not merge them
 	// or because the integration branch changed one of the same files since
@@ -60,7 +61,7 @@ func (m *Manager) Create(ctx context.Context, a Attempt) error {
 	// One add at a time: two git processes creating branches and worktrees
 	// in one repository at once can fail on each other's locks.
 	m.addMu.Lock()
-	_, err := m.git(ctx, m.intPath, "worktree", "add", "-q", "--lock", "--reason", m.inUse(), "-B", a.Branch, a.Path, head)
+	_, err := m.git(ctx, m.runDir(), "worktree", "add", "-q", "--lock", "--reason", m.inUse(), "-B", a.Branch, a.Path, head)
 	m.addMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("workspace: create %s: %w", a.Branch, err)
@@ -123,6 +124,10 @@ func (m *Manager) FinishNoting(ctx context.Context, a Attempt, message string, c
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.detached {
+		mr.Commit = commit // the caller merges it elsewhere
+		return mr, nil
+	}
 	newHead := commit
 	if m.head != base {
 		since, err := m.changedSince(ctx, base)

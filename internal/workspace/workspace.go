@@ -95,6 +95,7 @@ type Manager struct {
 	mu       sync.Mutex
 	addMu    sync.Mutex // serializes git worktree add
 	started  bool
+	detached bool // StartDetached: no integration worktree, Finish merges nothing
 	start    startPoint
 	head     string            // the integration branch's commit
 	runStart string            // its commit when this run started
@@ -144,7 +145,7 @@ func Open(ctx context.Context, projectRoot string, o Options) (*Manager, error) 
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	m.root, m.common = realPath(top), realPath(common)
-	if v, _ := m.line(ctx, abs, "version"); !versionAtLeast(v, 2, 38) {
+	if v := m.gitVersion(ctx, abs); !versionAtLeast(v, 2, 38) {
 		return nil, fmt.Errorf("workspace: %s, need git 2.38 or later (merge-tree --write-tree): %w", v, ErrNotGit)
 	}
 	if _, err := m.git(ctx, abs, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
@@ -181,6 +182,23 @@ func Open(ctx context.Context, projectRoot string, o Options) (*Manager, error) 
 	}
 	m.protect = newProtected(m.root, stateFile)
 	return m, nil
+}
+
+// knownVersion is the first answer of git version, asked once a process:
+// a Temporal worker opens a manager per attempt.
+var knownVersion struct {
+	sync.Mutex
+	v string
+}
+
+// gitVersion is git's version line.
+func (m *Manager) gitVersion(ctx context.Context, dir string) string {
+	knownVersion.Lock()
+	defer knownVersion.Unlock()
+	if knownVersion.v == "" {
+		knownVersion.v, _ = m.line(ctx, dir, "version")
+	}
+	return knownVersion.v
 }
 
 // DefaultDir is where the worktrees of the repository whose git common
@@ -264,6 +282,20 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.protect.removeFrom(m.intPath)
 	m.start, m.head, m.runStart, m.started = sp, head, head, true
 	return nil
+}
+
+// StartDetached readies the manager to make attempts at commit whose work
+// is merged elsewhere (a Temporal worker's attempt, pushed and merged by
+// another activity): no integration worktree nor branch is made, and
+// [Manager.Finish] commits the attempt on its branch as always but merges
+// nothing; Merge.Commit is then the attempt's commit. It is not for a
+// manager already started.
+func (m *Manager) StartDetached(commit string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started {
+		m.head, m.runStart, m.started, m.detached = commit, commit, true, true
+	}
 }
 
 // Plan names attempt number n of atom; it creates nothing. The same atom and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -675,5 +676,53 @@ func TestTwoLoopsLandingAtOnceLeaveAConsistentTree(t *testing.T) {
 		if got := run(t, root, "status", "--porcelain"); got != "" {
 			t.Fatalf("round %d: the person's tree after both landings:\n%s", round, got)
 		}
+	}
+}
+
+func TestADetachedManagerCommitsTheAttemptAndMergesNothing(t *testing.T) {
+	root := newRepo(t, map[string]string{"a.txt": "a\n"})
+	head := run(t, root, "rev-parse", "HEAD")
+	// A commit the attempt starts from that is on no branch, as a worker's
+	// attempt starts from the loop's head, not from the clone's HEAD.
+	write(t, root, "b.txt", "b\n")
+	run(t, root, "add", "-A")
+	run(t, root, "commit", "-q", "-m", "base")
+	base := run(t, root, "rev-parse", "HEAD")
+	run(t, root, "reset", "-q", "--hard", head)
+	skip := []string{".git/worktrees", ".git/refs/heads/aot-attempt", ".git/logs", ".git/objects"}
+	before := snapshot(t, root, skip...)
+	m, err := Open(context.Background(), root, Options{LoopID: "L", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StartDetached(base)
+	a := create(t, m, "A", 1)
+	if !exists(a.Path, "b.txt") {
+		t.Error("the attempt's worktree is not at the commit it was started at")
+	}
+	write(t, a.Path, "c.txt", "c\n")
+	write(t, a.Path, ".claude/aot-loop-state.md", "the engine's\n")
+	mr := finish(t, m, a, "c.txt")
+	if mr.Commit == "" || mr.Conflict || !slices.Equal(mr.Changed, []string{"c.txt"}) {
+		t.Fatalf("finish: %+v", mr)
+	}
+	if parent := run(t, root, "rev-parse", mr.Commit+"^"); parent != base {
+		t.Errorf("the commit's parent is %s, want the start %s", parent, base)
+	}
+	if got := run(t, root, "rev-parse", "refs/heads/"+a.Branch); got != mr.Commit {
+		t.Errorf("the attempt's branch is at %s, want its commit %s", got, mr.Commit)
+	}
+	if msg := run(t, root, "log", "-1", "--format=%B", mr.Commit); !strings.Contains(msg, "Aot-Loop: L\nAot-Atom: A\nAot-Attempt: 1") {
+		t.Errorf("the commit's message has no trailers:\n%s", msg)
+	}
+	if out, _ := gitOut(root, "rev-parse", "--verify", "-q", "refs/heads/"+m.Branch()); out != "" {
+		t.Errorf("a detached manager made the integration branch: %s", out)
+	}
+	if exists(m.WorktreesDir(), "integration") {
+		t.Error("a detached manager made the integration worktree")
+	}
+	remove(t, m, a)
+	if diff := cmp.Diff(before, snapshot(t, root, skip...)); diff != "" {
+		t.Errorf("the person's files or repository state changed (-before +after):\n%s", diff)
 	}
 }
