@@ -403,6 +403,10 @@ func (l *loop) attemptEnded(t *attempt) {
 	if worked && r.Commit != "" && !liar {
 		t.res = &r
 		l.merges = append(l.merges, t.ID)
+		if l.freeSlotAtPush() {
+			// Its agent is done: another may start while its merge waits.
+			l.core.Merging(t.ID)
+		}
 		return
 	}
 	f := finishedOf(r, err)

@@ -83,3 +83,11 @@ func (l *loop) batchEnded() {
 			Changed: t.res.Files, Unclaimed: t.res.Unclaimed, Missing: t.res.Missing}})
 	}
 }
+
+// freeSlotAtPush reports whether this workflow frees an attempt's agent
+// slot once its work is pushed, before its merge (an agent of another atom
+// starts meanwhile, and the successes waiting for a merge grow into
+// batches); workflows started before keep the slot until the merge.
+func (l *loop) freeSlotAtPush() bool {
+	return workflow.GetVersion(l.ctx, "free-slot-at-push", workflow.DefaultVersion, 1) >= 1
+}

@@ -80,3 +80,33 @@ func TestWorkflowMergesAttemptsThatFinishTogetherInOneActivity(t *testing.T) {
 		t.Errorf("C's failed attempts: %d, want 1 (the conflict)", a.Attempts)
 	}
 }
+
+// max_parallel_agents counts agents: once A's work is pushed its slot is
+// free, so B's agent starts while A's merge still runs, though only one
+// agent may run at a time.
+func TestWorkflowStartsTheNextAgentWhileAMergeWaits(t *testing.T) {
+	w := newWorld()
+	r := newRun(t, w)
+	var mu = &w.mu
+	started := map[string]time.Time{}
+	for id := range map[string]bool{"A": true, "B": true} {
+		r.env.OnActivity(AttemptActivity, mock.Anything, mock.MatchedBy(func(in AttemptInput) bool { return in.Task.Atom.ID == id })).
+			After(10 * time.Minute).Return(func(ctx context.Context, in AttemptInput) (AttemptResult, error) {
+			mu.Lock()
+			started[in.Task.Atom.ID] = r.env.Now()
+			mu.Unlock()
+			return w.attempt(ctx, in)
+		})
+	}
+	r.env.OnActivity(MergeBatchActivity, mock.Anything, mock.Anything).After(30 * time.Minute).Return(w.mergeBatch)
+	out := r.execute(t, input(loopState(state.Constraints{MaxParallelAgents: 1}, []state.Atom{atom("A"), atom("B")}, nil)))
+	wantReason(t, out, engine.Completed)
+	// The mock's clock: an attempt's function runs when its 10 minutes
+	// are over. B's ended 10 minutes after A's, within A's 30-minute merge.
+	if gap := started["B"].Sub(started["A"]); gap != 10*time.Minute {
+		t.Errorf("B's agent ended %s after A's; want 10m (it started as A's merge began, not after it)", gap)
+	}
+	if diff := cmp.Diff([][]string{{"A#1"}, {"B#1"}}, w.batches); diff != "" {
+		t.Errorf("merge activities (-want +got):\n%s", diff)
+	}
+}

@@ -31,8 +31,9 @@ const historyDir = "testdata/history"
 // the atoms' branches were deleted at the end, clean-branches-run*.json
 // from before activity ids named atom and attempt, activity-ids-run*.json
 // from before merges were batched, merge-batch-run*.json from before both
-// were in one workflow).
-const recordedAs = "batched-named"
+// were in one workflow, batched-named-run*.json from before an attempt's
+// slot was freed once its work was pushed).
+const recordedAs = "free-slot"
 
 func TestWorkflowReplaysRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))

@@ -215,6 +215,16 @@ func (c *Core) Schedule() {
 	e.schedule(context.Background())
 }
 
+// Merging says that attempt id's agent has finished and its work waits for
+// a merge the driver does apart from it: its slot is free for another
+// agent (max_parallel_agents counts agents), while its atom stays busy
+// until Finish.
+func (c *Core) Merging(id int) {
+	if t := c.e.tasks[id]; t != nil {
+		t.merging = true
+	}
+}
+
 // InFlight counts the attempts started and not finished (cancelled ones
 // too, until their end is reported).
 func (c *Core) InFlight() int { return len(c.e.tasks) }

@@ -105,6 +105,10 @@ type task struct {
 	start     time.Time
 	cancel    context.CancelFunc
 	discarded bool // killed by a stop, a redirect or a speculative winner: its result is ignored
+	// merging: its agent has finished and its work waits for its merge
+	// (a driver that merges apart from the attempt says so, Core.Merging):
+	// it holds no agent's slot any more.
+	merging bool
 }
 
 type taskResult struct {
@@ -730,9 +734,21 @@ func (e *engine) outcome(r Reason, msg string) Outcome {
 	}
 }
 
+// agentsRunning counts the tasks whose agent still runs: all of them, but
+// those whose work only waits for its merge.
+func (e *engine) agentsRunning() int {
+	n := 0
+	for _, t := range e.tasks {
+		if !t.merging {
+			n++
+		}
+	}
+	return n
+}
+
 // schedule starts agents on executable atoms while slots are free.
 func (e *engine) schedule(ctx context.Context) {
-	free := e.slots() - len(e.tasks)
+	free := e.slots() - e.agentsRunning()
 	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.hold || e.paused != nil || e.now().Before(e.quotaUntil) || e.now().Before(e.rate.until) {
 		return
 	}
