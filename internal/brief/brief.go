@@ -3,6 +3,7 @@
 package brief
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -41,3 +42,11 @@ func Cut(s string, max int) string {
 }
 
 func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
+
+// Count is n and its noun: "1 atom", "3 atoms".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -42,3 +42,11 @@ func TestCutKeepsLineBreaks(t *testing.T) {
 		t.Error("max 0 means no bound")
 	}
 }
+
+func TestCountSaysOneInTheSingular(t *testing.T) {
+	for n, want := range map[int]string{0: "0 atoms", 1: "1 atom", 2: "2 atoms", 12: "12 atoms"} {
+		if got := Count(n, "atom"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

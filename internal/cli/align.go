@@ -16,6 +16,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/align"
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/history"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
@@ -240,7 +241,7 @@ func alignRun(ctx context.Context, opts *alignOptions) (err error) {
 	if replaced != nil {
 		fmt.Fprintf(opts.IO.Out, "replaced %s (a regular file of %d bytes)\n", replaced.Path, replaced.Size)
 	}
-	fmt.Fprintf(opts.IO.Out, "wrote %s: %s, %s\n", path, plural(len(out.State.Objective.BaseCase.Checklist), "check"), plural(len(ids), "atom"))
+	fmt.Fprintf(opts.IO.Out, "wrote %s: %s, %s\n", path, brief.Count(len(out.State.Objective.BaseCase.Checklist), "check"), brief.Count(len(ids), "atom"))
 	fmt.Fprintf(opts.IO.Out, "next: aot run%s\n", stateFileFlag(path))
 	return nil
 }

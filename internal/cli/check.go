@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -75,10 +76,10 @@ func printValidate(io *streams, path string, doc validateDoc) {
 		fmt.Fprintf(io.Out, "%s %s\n", io.paint(styleYellow, "warning:"), w)
 	}
 	if doc.Valid {
-		fmt.Fprintf(io.Out, "%s: %s (%s, %s)\n", path, io.status("valid"), plural(*doc.AtomCount, "atom"), plural(len(doc.Warnings), "warning"))
+		fmt.Fprintf(io.Out, "%s: %s (%s, %s)\n", path, io.status("valid"), brief.Count(*doc.AtomCount, "atom"), brief.Count(len(doc.Warnings), "warning"))
 		return
 	}
-	fmt.Fprintf(io.Out, "%s: %s (%s, %s)\n", path, io.status("invalid"), plural(len(doc.Errors), "error"), plural(len(doc.Warnings), "warning"))
+	fmt.Fprintf(io.Out, "%s: %s (%s, %s)\n", path, io.status("invalid"), brief.Count(len(doc.Errors), "error"), brief.Count(len(doc.Warnings), "warning"))
 }
 
 type gateOptions struct {

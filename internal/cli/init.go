@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -370,7 +371,7 @@ func initRun(opts *initOptions) error {
 	if replaced != nil {
 		fmt.Fprintf(opts.IO.Out, "replaced %s (a regular file of %d bytes)\n", replaced.Path, replaced.Size)
 	}
-	fmt.Fprintf(opts.IO.Out, "wrote %s: %s, %s\n", opts.Global.StateFile, plural(len(opts.Checks), "check"), plural(len(ids), "atom"))
+	fmt.Fprintf(opts.IO.Out, "wrote %s: %s, %s\n", opts.Global.StateFile, brief.Count(len(opts.Checks), "check"), brief.Count(len(ids), "atom"))
 	fmt.Fprintf(opts.IO.Out, "next: aot gate%s\n", stateFileFlag(opts.Global.StateFile))
 	return nil
 }

@@ -134,11 +134,3 @@ func orDash(s string) string {
 	}
 	return s
 }
-
-// plural is "1 run" or "2 runs": n and the noun, with an s unless n is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

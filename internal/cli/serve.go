@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/server"
 )
 
@@ -120,7 +121,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if opts.Global.JSON {
 		writeJSON(opts.IO.Out, map[string]any{"url": srv.URL(), "addr": srv.Addr(), "loops": srv.LoopCount(), "token_file": path})
 	} else {
-		fmt.Fprintf(opts.IO.Out, "aot serve: %s, dashboard and API at\n  %s\n(the token is kept in %s; Ctrl-C stops serving, running loops go on)\n", plural(srv.LoopCount(), "loop"), srv.URL(), path)
+		fmt.Fprintf(opts.IO.Out, "aot serve: %s, dashboard and API at\n  %s\n(the token is kept in %s; Ctrl-C stops serving, running loops go on)\n", brief.Count(srv.LoopCount(), "loop"), srv.URL(), path)
 	}
 	select {
 	case err := <-errc:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
@@ -359,7 +360,7 @@ func writeStatus(io *streams, v *statusView) {
 	if doc.Usage.Tokens > 0 || doc.Usage.CostUSD > 0 || doc.Usage.Unknown > 0 {
 		spent := fmt.Sprintf("%d tokens, $%.4f", doc.Usage.Tokens, doc.Usage.CostUSD)
 		if doc.Usage.Unknown > 0 {
-			spent += fmt.Sprintf(" (at least: %s reported no usage)", plural(doc.Usage.Unknown, "attempt"))
+			spent += fmt.Sprintf(" (at least: %s reported no usage)", brief.Count(doc.Usage.Unknown, "attempt"))
 		}
 		fmt.Fprintf(tw, "Spent\t%s\n", spent)
 		if top := topSpenders(doc.Usage.Atoms, 3); top != "" {
@@ -441,7 +442,7 @@ func topSpenders(atoms map[string]atomSpendDoc, n int) string {
 	var parts []string
 	for _, id := range ids[:min(n, len(ids))] {
 		a := atoms[id]
-		parts = append(parts, fmt.Sprintf("%s $%.4f, %d tokens, %s", id, a.CostUSD, a.Tokens, plural(a.Attempts, "run")))
+		parts = append(parts, fmt.Sprintf("%s $%.4f, %d tokens, %s", id, a.CostUSD, a.Tokens, brief.Count(a.Attempts, "run")))
 	}
 	return strings.Join(parts, "; ")
 }

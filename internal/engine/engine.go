@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
@@ -417,7 +418,7 @@ func (e *engine) begin() error {
 	if e.serial {
 		e.say("running: %d atoms, %d unresolved, one worker at a time (up to %d when their declared scopes are disjoint)", len(s.Atoms), dag.Unresolved(s), e.parallel)
 	} else {
-		e.say("running: %d atoms, %d unresolved, up to %s at once", len(s.Atoms), dag.Unresolved(s), plural(e.parallel, "agent"))
+		e.say("running: %d atoms, %d unresolved, up to %s at once", len(s.Atoms), dag.Unresolved(s), brief.Count(e.parallel, "agent"))
 	}
 	return nil
 }
@@ -697,7 +698,7 @@ func (e *engine) bounds() (Outcome, bool) {
 	case e.maxIter > 0 && e.s.Control.Iteration-e.repairs >= e.maxIter:
 		repairs := ""
 		if e.repairs > 0 {
-			repairs = fmt.Sprintf(" (and %s redoing work a check found broken, not counted)", plural(e.repairs, "more iteration"))
+			repairs = fmt.Sprintf(" (and %s redoing work a check found broken, not counted)", brief.Count(e.repairs, "more iteration"))
 		}
 		if e.opts.MaxIterations > 0 {
 			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d iterations done in this run (--max-iterations %d)%s", e.s.Control.Iteration-e.startIter-e.repairs, e.opts.MaxIterations, repairs))
@@ -1122,14 +1123,6 @@ func (e *engine) fail(a *state.Atom, reason string) {
 // check of its own.
 func (e *engine) stopWith(r Reason, msg string) {
 	e.halt = &Outcome{Reason: r, Message: msg}
-}
-
-// plural is "1 agent", "3 agents".
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // lastChoice reports whether id is the only choice of g that has not failed.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -99,7 +100,7 @@ func (e *engine) pause(kill bool, reason string) error {
 	if kill {
 		e.say("paused: %s (running agents killed)", reason)
 	} else {
-		e.say("paused: %s (%s finishing, nothing new starts)", reason, plural(len(e.tasks), "running agent"))
+		e.say("paused: %s (%s finishing, nothing new starts)", reason, brief.Count(len(e.tasks), "running agent"))
 	}
 	return e.syncJournal()
 }

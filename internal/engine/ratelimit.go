@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 )
@@ -55,7 +56,7 @@ func (e *engine) rateLimited(t *task, ae *agent.AttemptError) {
 		e.rate.cap = c
 	}
 	e.event(journal.Event{Type: journal.RateLimit, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: ae.Reason, DurationMS: wait.Milliseconds()}.With(journal.RateLimitData{Until: e.rate.until.Format(time.RFC3339Nano), MaxParallel: e.rate.cap, InARow: e.rate.inRow, Kind: string(ae.Kind)}))
-	e.say("rate limited (%s on %s): waiting %s, then at most %s at once", dag.OneLine(ae.Reason, 80), t.atom, wait.Round(time.Millisecond), plural(e.rate.cap, "agent"))
+	e.say("rate limited (%s on %s): waiting %s, then at most %s at once", dag.OneLine(ae.Reason, 80), t.atom, wait.Round(time.Millisecond), brief.Count(e.rate.cap, "agent"))
 	if e.rate.inRow >= rateMaxInRow {
 		e.stopWith(UsageLimit, fmt.Sprintf("usage_limit: the agent's provider refused %d times in a row for rate limits (last: %s); aot run resumes the loop later", e.rate.inRow, dag.OneLine(ae.Reason, 200)))
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aot-loop/aot/internal/brief"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/verify"
@@ -158,10 +159,10 @@ func step(s *state.State, u int, verdict *verify.Report) Decision {
 	}
 	switch {
 	case lim.MaxIterations > 0 && c.Iteration >= lim.MaxIterations:
-		return stop(fmt.Sprintf("max_iterations: %d of %d iterations done (%s unresolved)", c.Iteration, lim.MaxIterations, atoms(u)),
+		return stop(fmt.Sprintf("max_iterations: %d of %d iterations done (%s unresolved)", c.Iteration, lim.MaxIterations, brief.Count(u, "atom")),
 			"Raise the bound with aot redirect --reason R --max-iterations N, then /enter-recursion.")
 	case lim.MaxStallCount > 0 && c.StallCount >= lim.MaxStallCount:
-		return stop(fmt.Sprintf("stall: %d stops in a row without progress (%s unresolved)", c.StallCount, atoms(u)),
+		return stop(fmt.Sprintf("stall: %d stops in a row without progress (%s unresolved)", c.StallCount, brief.Count(u, "atom")),
 			"Change the plan (aot atom decompose, aot or switch, aot redirect), then /enter-recursion.")
 	}
 	var b strings.Builder
@@ -169,7 +170,7 @@ func step(s *state.State, u int, verdict *verify.Report) Decision {
 	if lim.MaxIterations > 0 {
 		fmt.Fprintf(&b, " of %d", lim.MaxIterations)
 	}
-	fmt.Fprintf(&b, ": %s unresolved. Do not stop yet.\n", atoms(u))
+	fmt.Fprintf(&b, ": %s unresolved. Do not stop yet.\n", brief.Count(u, "atom"))
 	if c.StallCount > 0 {
 		fmt.Fprintf(&b, "\nNo progress since the last stop (%d unresolved then, %d now; stall %d of %d). Break the stall: split an atom that is too big (aot atom decompose ID --child ID=DESC ... --reason R), switch an OR choice (aot or switch GROUP CHOICE --reason R), or change the approach.\n",
 			prev, u, c.StallCount, lim.MaxStallCount)
@@ -254,12 +255,4 @@ func names(ids []string) string {
 		return strings.Join(ids[:listed], ", ") + fmt.Sprintf(" and %d more", len(ids)-listed)
 	}
 	return strings.Join(ids, ", ")
-}
-
-// atoms is "1 atom" or "N atoms".
-func atoms(n int) string {
-	if n == 1 {
-		return "1 atom"
-	}
-	return fmt.Sprintf("%d atoms", n)
 }

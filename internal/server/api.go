@@ -291,7 +291,7 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 			}
 		}
 	}
-	st, err := l.read()
+	st, rep, err := l.readReport()
 	if err != nil {
 		d.Status = "failed"
 		d.Error = err.Error()
@@ -320,11 +320,11 @@ func (s *Server) computeSummary(l *loop, evs []journal.Event, running bool) *sum
 	for i := range st.Atoms {
 		d.attempts = max(d.attempts, st.Atoms[i].Attempts)
 	}
-	if r := state.Validate(st); !r.Valid() {
+	if !rep.Valid() {
 		// A file that does not validate is a broken loop, not a stopped
 		// one: said, with its first error (aot validate lists them all).
 		d.Status, d.st = "failed", nil
-		d.Error = fmt.Sprintf("the state file does not validate (%s); aot validate lists every error", r.Errors[0])
+		d.Error = fmt.Sprintf("the state file does not validate (%s); aot validate lists every error", rep.Errors[0])
 	}
 	return d
 }

@@ -148,6 +148,20 @@ func (l *loop) read() (*state.State, error) {
 	return st, nil
 }
 
+// readReport is read for a look only: the state through the quick reader
+// with its validation report, valid or not.
+func (l *loop) readReport() (*state.State, state.Report, error) {
+	sf, err := l.checked()
+	if err != nil {
+		return nil, state.Report{}, err
+	}
+	st, rep, err := state.NewStore(sf).ReadReport()
+	if err != nil {
+		return nil, state.Report{}, &unreadableError{err}
+	}
+	return st, rep, nil
+}
+
 // stateError answers a request about a loop whose files are refused:
 // 403 for a path outside the workspaces, 409 for a state that cannot be
 // read (the loop's state conflicts with the request; the message says why).

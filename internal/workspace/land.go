@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/aot-loop/aot/internal/brief"
 )
 
 // Landing says where the loop's work is after [Manager.Land].
@@ -54,7 +56,7 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 	defer lock.Unlock()
 	short := strings.TrimPrefix(start.Branch, "refs/heads/")
 	keep := func(why, how string) (Landing, error) {
-		l.Message = fmt.Sprintf("%s left on branch %s: %s; to take it, %s", plural(n), m.intBranch, why, how)
+		l.Message = fmt.Sprintf("%s left on branch %s: %s; to take it, %s", brief.Count(n, "commit"), m.intBranch, why, how)
 		return l, m.leaveBranch(ctx)
 	}
 	merge := "run `git merge " + m.intBranch + "` on " + short
@@ -113,7 +115,7 @@ func (m *Manager) Land(ctx context.Context) (Landing, error) {
 		}
 	}
 	l.Landed, l.Branch = true, short
-	l.Message = fmt.Sprintf("%s fast-forwarded onto %s (%.12s..%.12s)", plural(n), short, cur, head)
+	l.Message = fmt.Sprintf("%s fast-forwarded onto %s (%.12s..%.12s)", brief.Count(n, "commit"), short, cur, head)
 	return l, m.finishRun(ctx)
 }
 
@@ -128,7 +130,7 @@ func (m *Manager) Leave(ctx context.Context, why string) (Landing, error) {
 	if done {
 		return l, err
 	}
-	l.Message = fmt.Sprintf("%s left on branch %s, not landed: %s; to take them anyway, run `git merge %s`", plural(l.Commits), m.intBranch, why, m.intBranch)
+	l.Message = fmt.Sprintf("%s left on branch %s, not landed: %s; to take them anyway, run `git merge %s`", brief.Count(l.Commits, "commit"), m.intBranch, why, m.intBranch)
 	return l, m.leaveBranch(ctx)
 }
 
@@ -231,11 +233,4 @@ func (m *Manager) finishRun(ctx context.Context) error {
 		return fmt.Errorf("workspace: land: %w", err)
 	}
 	return nil
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return "1 commit"
-	}
-	return strconv.Itoa(n) + " commits"
 }
