@@ -108,6 +108,7 @@ and aot demo add one code per stop reason (see aot help run).`
 
 func newCmdRoot(d *deps) *cobra.Command {
 	g := &globalOptions{}
+	var showVersion bool
 	root := &cobra.Command{
 		Use:           "aot",
 		Short:         "Run and inspect an AoT Loop",
@@ -115,6 +116,9 @@ func newCmdRoot(d *deps) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if showVersion {
+				return printVersion(d, g)
+			}
 			return usagef("missing command")
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -151,6 +155,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.StateFile, "state-file", def, "state file `path` (env "+envStateFile+"; else the first "+state.DefaultPath+" here or in a parent directory)")
 	pf.BoolVar(&g.JSON, "json", false, "print one JSON document on stdout")
+	root.Flags().BoolVar(&showVersion, "version", false, "print the aot version (as aot version)")
 
 	root.AddGroup(
 		&cobra.Group{ID: "state", Title: "State operations:"},
