@@ -53,13 +53,14 @@ func (s *loopWorkflows) Resume(ctx context.Context, stateFile, reason string) er
 // branches are swept.
 const stopWait = 45 * time.Second
 
-// Stop cancels the workflow and waits for it to close. A workflow no
-// worker serves cannot close (the stop is asked, and carried out when a
-// worker polls), nor one whose workers take longer than stopWait: both
-// are errors that say so.
-func (s *loopWorkflows) Stop(ctx context.Context, stateFile, reason string) error {
+// Stop cancels the workflow and waits for it to close, then brings the
+// state file in step with it and says how it ended. A workflow no worker
+// serves cannot close (the stop is asked, and carried out when a worker
+// polls), nor one whose workers take longer than stopWait: both are errors
+// that say so.
+func (s *loopWorkflows) Stop(ctx context.Context, stateFile, reason string) (control.Workflow, error) {
 	if err := s.w.stop(ctx, stateFile, reason); err != nil {
-		return err
+		return control.Workflow{}, err
 	}
 	var cl durable.Closing
 	var id string
@@ -70,13 +71,22 @@ func (s *loopWorkflows) Stop(ctx context.Context, stateFile, reason string) erro
 	})
 	switch {
 	case err != nil:
-		return err
-	case cl.Closed:
-		return nil
-	case cl.Looked && !cl.Pollers.Serving():
-		return &control.NoWorkerError{Err: &notClosedError{id: id, c: cl}}
+		return control.Workflow{}, err
+	case cl.Looked && !cl.Pollers.Serving() && !cl.Closed:
+		return control.Workflow{}, &control.NoWorkerError{Err: &notClosedError{id: id, c: cl}}
+	case !cl.Closed:
+		return control.Workflow{}, &notClosedError{id: id, c: cl}
 	}
-	return &notClosedError{id: id, c: cl}
+	// The stopped state into the file, when the workflow answers at once
+	// (an attached aot run does it too).
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, _ = s.w.sync(sctx, stateFile)
+	cancel()
+	wf := control.Workflow{ID: id, Status: cl.Status, Attempts: []control.WorkflowAttempt{}}
+	if cl.Outcome != nil {
+		wf.Outcome = cl.Outcome.Reason
+	}
+	return wf, nil
 }
 
 // notClosedError: a stop was asked, and the workflow has not closed.

@@ -68,7 +68,7 @@ func TestTemporalServeAsksWorkflowsThroughAotTemporal(t *testing.T) {
 		t.Errorf("Resume: %v", err)
 	}
 	var nw *control.NoWorkerError
-	if err := w.Stop(ctx, sf, "enough"); !errors.As(err, &nw) || err.Error() != "no worker polls task queue q" {
+	if _, err := w.Stop(ctx, sf, "enough"); !errors.As(err, &nw) || err.Error() != "no worker polls task queue q" {
 		t.Errorf("Stop: %v", err)
 	}
 	var re *engine.RefusedError

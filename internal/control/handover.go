@@ -43,7 +43,7 @@ type Answer struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message,omitempty"` // the error's words, for any code but ok
 	// Workflow is what the workflow answered (sync; with no_worker, what
-	// Temporal knew).
+	// Temporal knew; stop: the closed workflow).
 	Workflow *Workflow `json:"workflow,omitempty"`
 }
 
@@ -148,7 +148,7 @@ func call(ctx context.Context, t Workflows, q Request) (Answer, error) {
 	case OpResume:
 		err = t.Resume(ctx, q.StateFile, q.Reason)
 	case OpStop:
-		err = t.Stop(ctx, q.StateFile, q.Reason)
+		wf, err = t.Stop(ctx, q.StateFile, q.Reason)
 	case OpRedirect:
 		if q.Change == nil {
 			err = errors.New("the hand-over request: change: required for redirect")
@@ -213,9 +213,8 @@ func (r Remote) Resume(ctx context.Context, stateFile, reason string) error {
 	return err
 }
 
-func (r Remote) Stop(ctx context.Context, stateFile, reason string) error {
-	_, err := r.Call(ctx, Request{Op: OpStop, StateFile: stateFile, Reason: reason})
-	return err
+func (r Remote) Stop(ctx context.Context, stateFile, reason string) (Workflow, error) {
+	return r.Call(ctx, Request{Op: OpStop, StateFile: stateFile, Reason: reason})
 }
 
 func (r Remote) Redirect(ctx context.Context, stateFile string, c engine.Change) error {

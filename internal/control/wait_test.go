@@ -135,7 +135,9 @@ func (deafWorkflow) Pause(ctx context.Context, stateFile string, kill bool, reas
 	return nil
 }
 func (deafWorkflow) Resume(ctx context.Context, stateFile, reason string) error { return nil }
-func (deafWorkflow) Stop(ctx context.Context, stateFile, reason string) error   { return nil }
+func (deafWorkflow) Stop(ctx context.Context, stateFile, reason string) (control.Workflow, error) {
+	return control.Workflow{}, nil
+}
 func (deafWorkflow) Redirect(ctx context.Context, stateFile string, c engine.Change) error {
 	<-ctx.Done() // an Update waits for the workflow's answer
 	return ctx.Err()

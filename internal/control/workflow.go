@@ -24,8 +24,9 @@ type Workflows interface {
 	Pause(ctx context.Context, stateFile string, kill bool, reason string) error
 	Resume(ctx context.Context, stateFile, reason string) error
 	// Stop cancels the workflow: it kills its running attempts and ends.
-	// It may wait for the workflow to close.
-	Stop(ctx context.Context, stateFile, reason string) error
+	// It may wait for the workflow to close, and then returns what the
+	// closed workflow says (else a Workflow without ID).
+	Stop(ctx context.Context, stateFile, reason string) (Workflow, error)
 	// Redirect returns once the workflow has applied the change; a change
 	// it refused is an *engine.RefusedError.
 	Redirect(ctx context.Context, stateFile string, c engine.Change) error
@@ -150,10 +151,19 @@ func (w *workflowLoop) Stop(ctx context.Context, reason string) (StopResult, err
 	if err := w.reached(); err != nil {
 		return StopResult{}, err
 	}
-	if err := w.t.Stop(ctx, w.stateFile, reason); err != nil {
+	closed, err := w.t.Stop(ctx, w.stateFile, reason)
+	if err != nil {
 		return StopResult{}, err
 	}
-	if err := w.await(ctx, "ended", func(wf Workflow) bool { return !wf.Running }); err != nil {
+	if closed.ID != "" && !closed.Running {
+		// Once closed, the workflow may be forgotten at once (an attached
+		// aot run removes its marker): it is asked once more, for those
+		// who keep its answers (the server), and what it said stands.
+		w.last = closed
+		if wf, err := w.t.Sync(ctx, w.stateFile); err == nil && !wf.Running && wf.Outcome == closed.Outcome {
+			w.last = wf
+		}
+	} else if err := w.await(ctx, "ended", func(wf Workflow) bool { return !wf.Running }); err != nil {
 		return StopResult{}, err
 	}
 	res := StopResult{Workflow: &w.last}

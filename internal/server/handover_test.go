@@ -50,9 +50,9 @@ func (w refusingWorkflow) Resume(ctx context.Context, stateFile, reason string) 
 	return engine.ErrNotPaused
 }
 
-func (w refusingWorkflow) Stop(ctx context.Context, stateFile, reason string) error {
+func (w refusingWorkflow) Stop(ctx context.Context, stateFile, reason string) (control.Workflow, error) {
 	w.note("stop " + reason)
-	return &engine.ErrNoEngine{StateFile: stateFile}
+	return control.Workflow{}, &engine.ErrNoEngine{StateFile: stateFile}
 }
 
 func (w refusingWorkflow) Redirect(ctx context.Context, stateFile string, c engine.Change) error {

@@ -210,7 +210,7 @@ func (w loopWorkflow) Resume(ctx context.Context, stateFile, reason string) erro
 	return w.s.opts.Temporal.Resume(ctx, stateFile, reason)
 }
 
-func (w loopWorkflow) Stop(ctx context.Context, stateFile, reason string) error {
+func (w loopWorkflow) Stop(ctx context.Context, stateFile, reason string) (Workflow, error) {
 	return w.s.opts.Temporal.Stop(ctx, stateFile, reason)
 }
 
