@@ -3,10 +3,7 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -99,26 +96,7 @@ func TestPlainAotSteersALoopOnTemporalFromEveryFace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := func(method, path string, body any) (int, map[string]any) {
-		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			data, _ := json.Marshal(body)
-			rd = bytes.NewReader(data)
-		}
-		req, _ := http.NewRequest(method, "http://"+u.Host+path, rd)
-		req.Header.Set("Authorization", "Bearer "+u.Query().Get("token"))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var doc map[string]any
-		data, _ := io.ReadAll(resp.Body)
-		json.Unmarshal(data, &doc)
-		return resp.StatusCode, doc
-	}
+	api := apiOf(t, "http://"+u.Host, u.Query().Get("token"))
 	_, list := api("GET", "/api/loops", nil)
 	loops, _ := list["loops"].([]any)
 	if len(loops) != 1 {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/aot-loop/aot/internal/control"
 )
 
@@ -73,4 +75,18 @@ func syncWorkflow(opts *statusOptions) *workflowDoc {
 		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
 	}
 	return st.Workflow
+}
+
+// newCmdWorkflowCall is aot-temporal workflow-call, the other end of the
+// hand-over (workflowCallRun): not for people, so hidden.
+func newCmdWorkflowCall(d *deps, g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:                "workflow-call",
+		Short:              "Answer one call of plain aot to a loop's Temporal workflow: JSON on stdin and stdout (aot-temporal)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return workflowCallRun(cmd.Context(), d)
+		}),
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
 	"github.com/aot-loop/aot/internal/control"
@@ -114,23 +113,15 @@ func (s *loopWorkflows) Redirect(ctx context.Context, stateFile string, c engine
 	return err
 }
 
-// newCmdWorkflowCall is aot-temporal workflow-call: one call of the
-// controls' Temporal side, asked by plain aot as JSON on stdin and
-// answered as JSON on stdout (control.Serve). Exit 1 when the call failed;
-// the answer's code says how.
-func newCmdWorkflowCall(d *deps, g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:    "workflow-call",
-		Short:  "Answer one call of plain aot to a loop's Temporal workflow (JSON on stdin and stdout)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			w := openWorkflows()
-			defer w.Close()
-			if err := control.Serve(cmd.Context(), d.io.In, d.io.Out, w); err != nil {
-				return reported(exitFail)
-			}
-			return nil
-		}),
+// workflowCallRun is aot-temporal workflow-call: one call of the controls'
+// Temporal side, asked by plain aot as JSON on stdin and answered as JSON on
+// stdout (control.Serve). Exit 1 when the call failed; the answer's code
+// says how.
+func workflowCallRun(ctx context.Context, d *deps) error {
+	w := openWorkflows()
+	defer w.Close()
+	if err := control.Serve(ctx, d.io.In, d.io.Out, w); err != nil {
+		return reported(exitFail)
 	}
+	return nil
 }

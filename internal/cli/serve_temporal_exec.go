@@ -11,8 +11,6 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/aot-loop/aot/internal/control"
 	"github.com/aot-loop/aot/internal/proc"
 )
@@ -68,15 +66,5 @@ func stderrLine(stderr []byte, def string) string {
 	return last
 }
 
-// newCmdWorkflowCall is aot workflow-call, handed over to aot-temporal.
-func newCmdWorkflowCall(d *deps, g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:                "workflow-call",
-		Short:              "Answer one call of plain aot to a loop's Temporal workflow (aot-temporal)",
-		Hidden:             true,
-		DisableFlagParsing: true,
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return handOver()
-		}),
-	}
-}
+// workflowCallRun: aot workflow-call is aot-temporal's.
+func workflowCallRun(ctx context.Context, d *deps) error { return handOver() }

@@ -2,9 +2,9 @@ package server
 
 import (
 	"context"
-	"net/http"
 	"errors"
-		"reflect"
+	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
