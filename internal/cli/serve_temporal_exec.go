@@ -67,4 +67,6 @@ func stderrLine(stderr []byte, def string) string {
 }
 
 // workflowCallRun: aot workflow-call is aot-temporal's.
-func workflowCallRun(ctx context.Context, d *deps) error { return handOver() }
+func workflowCallRun(ctx context.Context, d *deps) error {
+	return handOver([]string{"workflow-call"}, d.io)
+}

@@ -34,17 +34,25 @@ func temporalBinary() (string, error) {
 	return "", errors.New("this needs aot-temporal (aot with the Temporal engine), beside aot or on PATH: make build builds it (go build -tags temporal -o bin/aot-temporal ./cmd/aot)")
 }
 
-// handOver runs aot-temporal with this command line in this process's
-// place (see become) and ends with its exit code.
-func handOver() error {
+// handOver runs aot-temporal with the command line args (without the
+// program's name) in this process's place (see become): its exit code is
+// this command's.
+func handOver(args []string, io *streams) error {
 	bin, err := temporalBinary()
 	if err != nil {
 		return err
 	}
-	return become(bin)
+	return become(bin, args, io)
 }
 
-func runTemporal(ctx context.Context, opts *runOptions) error { return handOver() }
+// commandLine is cmd's command line as cobra handed it over: a command
+// that does not parse its flags gets all of them, those given before its
+// name too.
+func commandLine(cmd *cobra.Command, args []string) []string {
+	return append([]string{cmd.Name()}, args...)
+}
+
+func runTemporal(ctx context.Context, opts *runOptions) error { return handOver(opts.argv[1:], opts.IO) }
 
 // newCmdWorker is aot worker, handed over to aot-temporal.
 func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *cobra.Command {
@@ -53,7 +61,7 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 		Short:              "Run Temporal activities: agent attempts, merges and checks for loops on --engine temporal (aot-temporal)",
 		DisableFlagParsing: true,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return handOver()
+			return handOver(commandLine(cmd, args), d.io)
 		}),
 	}
 }
