@@ -12,7 +12,7 @@ func newCmdCodecServer(d *deps, g *globalOptions, runF func(*codecOptions) error
 		Short:              "Decode aot's payloads for the Temporal UI and CLI (--codec-endpoint) (aot-temporal)",
 		DisableFlagParsing: true,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return handOver()
+			return handOver(commandLine(cmd, args), d.io)
 		}),
 	}
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/control"
 )
 
 // streams is where every command reads and writes. Whether stdout takes
@@ -93,27 +92,16 @@ type failure struct {
 	Success bool   `json:"success"`
 	Error   string `json:"error"`
 	// Code names the few failures a program tells apart from the others
-	// (aot serve does, through aot-temporal): see failureCode.
+	// (refused, no_engine, not_paused, no_worker): see failureCode.
 	Code string `json:"code,omitempty"`
 }
 
-// The codes of failure.Code.
-const (
-	codeRefused   = "refused"    // the loop refused the change (engine.RefusedError)
-	codeNoEngine  = "no_engine"  // no engine runs the loop (engine.ErrNoEngine)
-	codeNotPaused = "not_paused" // a resume of a loop that is not paused
-)
-
+// failureCode is the code of failure.Code: the hand-over's code
+// (control.CodeOf) for the few failures a program tells apart, else "".
 func failureCode(err error) string {
-	var re *engine.RefusedError
-	var ne *engine.ErrNoEngine
-	switch {
-	case errors.As(err, &re):
-		return codeRefused
-	case errors.As(err, &ne):
-		return codeNoEngine
-	case errors.Is(err, engine.ErrNotPaused):
-		return codeNotPaused
+	switch c := control.CodeOf(err); c {
+	case control.CodeRefused, control.CodeNoEngine, control.CodeNotPaused, control.CodeNoWorker:
+		return string(c)
 	}
 	return ""
 }

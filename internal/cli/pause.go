@@ -1,13 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/control"
 )
 
 type pauseOptions struct {
@@ -81,20 +82,27 @@ func pauseRun(opts *pauseOptions) error {
 		return err
 	}
 	reason := strings.TrimSpace(opts.Reason)
-	if onTemporalLoop(opts.Global.StateFile) {
-		return temporalPause(opts, reason)
-	}
-	var err error
-	if opts.Resume {
-		if reason == "" {
+	if reason == "" {
+		reason = "aot pause"
+		if opts.Resume {
 			reason = "aot resume"
 		}
-		err = engine.Resume(opts.Global.StateFile, reason, opts.Wait)
+	}
+	ctl, done := controllerFor(opts.Global, time.Now, askWorkflow)
+	defer done()
+	ctx, cancel := controlWait(ctl, opts.Wait, false)
+	defer cancel()
+	var err error
+	if opts.Resume {
+		err = ctl.Resume(ctx, reason)
 	} else {
-		if reason == "" {
-			reason = "aot pause"
-		}
-		err = engine.Pause(opts.Global.StateFile, opts.Kill, reason, opts.Wait)
+		err = ctl.Pause(ctx, opts.Kill, reason)
+	}
+	var rec *control.RecordedError
+	if errors.As(err, &rec) {
+		// The workflow keeps the signal and acts on it once a worker polls.
+		fmt.Fprintf(opts.IO.ErrOut, "aot: %v\n", rec)
+		err = nil
 	}
 	if err != nil {
 		return err

@@ -137,10 +137,11 @@ type redirectDoc struct {
 }
 
 func redirectRun(opts *redirectOptions) error {
-	if onTemporalLoop(opts.Global.StateFile) {
-		return temporalRedirect(opts)
-	}
-	res, err := engine.Redirect(opts.Global.StateFile, opts.Change, opts.now(), opts.Wait)
+	ctl, done := controllerFor(opts.Global, opts.now, askWorkflow)
+	defer done()
+	ctx, cancel := controlWait(ctl, opts.Wait, false)
+	defer cancel()
+	res, err := ctl.Redirect(ctx, opts.Change)
 	if err != nil {
 		var ve *state.ValidationError
 		if errors.As(err, &ve) {

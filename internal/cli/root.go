@@ -207,6 +207,7 @@ func newCmdRoot(d *deps) *cobra.Command {
 		newCmdServe(d, g, nil),
 		newCmdWorker(d, g, nil),
 		newCmdCodecServer(d, g, nil),
+		newCmdWorkflowCall(d, g),
 	} {
 		c.GroupID = "loop"
 		root.AddCommand(c)

@@ -358,12 +358,16 @@ type stopDoc struct {
 }
 
 func stopRun(opts *stopOptions) error {
-	if onTemporalLoop(opts.Global.StateFile) {
-		return temporalStop(opts)
-	}
-	res, err := engine.Stop(opts.Global.StateFile, strings.TrimSpace(opts.Reason), opts.Wait)
+	ctl, done := controllerFor(opts.Global, time.Now, askWorkflow)
+	defer done()
+	ctx, cancel := controlWait(ctl, opts.Wait, true)
+	defer cancel()
+	res, err := ctl.Stop(ctx, strings.TrimSpace(opts.Reason))
 	if err != nil {
 		return describeReadError(err)
+	}
+	if res.Workflow != nil {
+		return workflowStopped(opts, res)
 	}
 	doc := stopDoc{Success: true, Status: res.Status, Reason: strings.TrimSpace(opts.Reason), EnginePID: res.EnginePID}
 	if doc.Reason == "" {

@@ -98,7 +98,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	}
 	log := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// Loops on Temporal are asked through their workflows (serve_temporal*.go).
-	workflows := newServeWorkflows()
+	workflows := openWorkflows()
 	defer workflows.Close()
 	srv, err := server.New(server.Options{Workspaces: wss, Token: token, Exe: opts.Exe, Logger: log, Temporal: workflows})
 	if err != nil {

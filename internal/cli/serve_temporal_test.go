@@ -56,6 +56,34 @@ func inBackground(t *testing.T, args ...string) (out, errOut *lockedBuffer, canc
 	return out, errOut, cancel, ch
 }
 
+// apiOf calls aot serve's API at base with token; the answer must be JSON.
+func apiOf(t *testing.T, base, token string) func(method, path string, body any) (int, map[string]any) {
+	return func(method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			data, _ := json.Marshal(body)
+			rd = bytes.NewReader(data)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		data, _ := io.ReadAll(resp.Body)
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatalf("%s %s: %d %q", method, path, resp.StatusCode, data)
+		}
+		return resp.StatusCode, out
+	}
+}
+
 // gitIn runs git as a person would, with a hermetic configuration.
 func gitIn(t *testing.T, dir string, args ...string) string {
 	t.Helper()
@@ -181,30 +209,7 @@ func TestServeShowsAndSteersALoopOnTemporal(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, token := "http://"+u.Host, u.Query().Get("token")
-	api := func(method, path string, body any) (int, map[string]any) {
-		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			data, _ := json.Marshal(body)
-			rd = bytes.NewReader(data)
-		}
-		req, _ := http.NewRequest(method, base+path, rd)
-		req.Header.Set("Authorization", "Bearer "+token)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		data, _ := io.ReadAll(resp.Body)
-		if err := json.Unmarshal(data, &out); err != nil {
-			t.Fatalf("%s %s: %d %q", method, path, resp.StatusCode, data)
-		}
-		return resp.StatusCode, out
-	}
+	api := apiOf(t, base, token)
 	_, list := api("GET", "/api/loops", nil)
 	loops, _ := list["loops"].([]any)
 	if len(loops) != 1 {

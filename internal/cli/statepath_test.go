@@ -52,7 +52,7 @@ var stateCommands = [][]string{
 }
 
 // Commands that take --state-file (every command does) but never touch it.
-var stateFree = []string{"aot serve", "aot worker", "aot codec-server", "aot demo", "aot demo-agent", "aot agent-guard", "aot version", "aot verify command", "aot verify file"}
+var stateFree = []string{"aot serve", "aot worker", "aot codec-server", "aot workflow-call", "aot demo", "aot demo-agent", "aot agent-guard", "aot version", "aot verify command", "aot verify file"}
 
 func TestStateCommandsAreAllListed(t *testing.T) {
 	d := &deps{io: newStreams(nil, &bytes.Buffer{}, &bytes.Buffer{}, func(string) string { return "" }), getenv: func(string) string { return "" }, now: time.Now}

@@ -294,7 +294,7 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 	// in step first (it may be behind while no aot run is attached).
 	var wf *workflowDoc
 	if onTemporalLoop(opts.Global.StateFile) {
-		wf = temporalSync(opts)
+		wf = syncWorkflow(opts)
 	}
 	v, err := gatherStatus(opts.IO, opts.Global, opts.Events)
 	if err != nil {

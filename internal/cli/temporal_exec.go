@@ -5,7 +5,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,10 @@ import (
 // The Temporal path lives in aot-temporal (this program built with the
 // temporal tag): the Temporal SDK would add its start-up time to every
 // aot command, and the state commands run on every hook and tool call.
-// Here, whatever needs Temporal hands the whole command line over to it.
+// The controls reach it through the typed hand-over (serve_temporal_exec.go);
+// the commands that are Temporal through and through (aot run --engine
+// temporal, aot worker, aot codec-server) hand their whole command line
+// over to it.
 
 // temporalBinary is aot-temporal beside this aot, else on PATH.
 func temporalBinary() (string, error) {
@@ -32,43 +34,25 @@ func temporalBinary() (string, error) {
 	return "", errors.New("this needs aot-temporal (aot with the Temporal engine), beside aot or on PATH: make build builds it (go build -tags temporal -o bin/aot-temporal ./cmd/aot)")
 }
 
-// handOver runs aot-temporal with this command line in this process's
-// place (see become) and ends with its exit code.
-func handOver() error {
+// handOver runs aot-temporal with the command line args (without the
+// program's name) in this process's place (see become): its exit code is
+// this command's.
+func handOver(args []string, io *streams) error {
 	bin, err := temporalBinary()
 	if err != nil {
 		return err
 	}
-	return become(bin)
+	return become(bin, args, io)
 }
 
-func runTemporal(ctx context.Context, opts *runOptions) error { return handOver() }
-
-func temporalStop(opts *stopOptions) error                  { return handOver() }
-func temporalPause(opts *pauseOptions, reason string) error { return handOver() }
-func temporalRedirect(opts *redirectOptions) error          { return handOver() }
-
-// temporalSync: aot status brings the state file in step through
-// aot-temporal's, which then shows the status itself (so nothing is
-// returned here: without aot-temporal the status is shown from the file).
-func temporalSync(opts *statusOptions) *workflowDoc {
-	bin, err := temporalBinary()
-	if err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
-		return nil
-	}
-	err = become(bin)
-	var ce *cmdError
-	if errors.As(err, &ce) {
-		os.Exit(ce.code)
-	}
-	if err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "aot: the state file may be behind its Temporal workflow: %v\n", err)
-		return nil
-	}
-	os.Exit(0)
-	return nil
+// commandLine is cmd's command line as cobra handed it over: a command
+// that does not parse its flags gets all of them, those given before its
+// name too.
+func commandLine(cmd *cobra.Command, args []string) []string {
+	return append([]string{cmd.Name()}, args...)
 }
+
+func runTemporal(ctx context.Context, opts *runOptions) error { return handOver(opts.argv[1:], opts.IO) }
 
 // newCmdWorker is aot worker, handed over to aot-temporal.
 func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *cobra.Command {
@@ -77,7 +61,7 @@ func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *c
 		Short:              "Run Temporal activities: agent attempts, merges and checks for loops on --engine temporal (aot-temporal)",
 		DisableFlagParsing: true,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return handOver()
+			return handOver(commandLine(cmd, args), d.io)
 		}),
 	}
 }

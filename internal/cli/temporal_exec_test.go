@@ -46,7 +46,7 @@ func TestTemporalCommandsAreHandedToAotTemporal(t *testing.T) {
 	}
 	// Without it, the error says how to get it.
 	t.Setenv("PATH", t.TempDir())
-	if err := handOver(); err == nil || !strings.Contains(err.Error(), "make build builds it") {
+	if err := handOver([]string{"worker"}, nil); err == nil || !strings.Contains(err.Error(), "make build builds it") {
 		t.Errorf("no aot-temporal: %v", err)
 	}
 }

@@ -10,16 +10,16 @@ import (
 	"os/signal"
 )
 
-// become runs aot-temporal with this command line as a child, and ends
-// with its exit code: Windows has no exec. Ctrl-C and Ctrl-Break reach
+// become runs aot-temporal with the command line args as a child on io,
+// and ends with its exit code: Windows has no exec. Ctrl-C and Ctrl-Break reach
 // every process of the console, the child included, so this one only
 // holds on to them and waits for the child to act on them and exit.
-func become(bin string) error {
+func become(bin string, args []string, io *streams) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
-	cmd := exec.Command(bin, os.Args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = io.In, io.Out, io.ErrOut
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

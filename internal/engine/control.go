@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -19,10 +20,12 @@ type StopResult struct {
 }
 
 // Stop stops the loop of stateFile: a running engine is asked through the
-// state file (it kills its agents and keeps the state) and waited for up to
-// wait; without one, the state file is marked stopped with its in-progress
-// atoms back to pending.
-func Stop(stateFile, reason string, wait time.Duration) (StopResult, error) {
+// state file (it kills its agents and keeps the state) and waited for until
+// it exits or ctx ends; without one, the state file is marked stopped with
+// its in-progress atoms back to pending. When ctx ends first the error
+// wraps ctx.Err() and the stop request stays in the state file: the engine
+// still acts on it.
+func Stop(ctx context.Context, stateFile, reason string) (StopResult, error) {
 	store := state.NewStore(stateFile).RefuseInvalid()
 	if reason == "" {
 		reason = "aot stop"
@@ -41,15 +44,12 @@ func Stop(stateFile, reason string, wait time.Duration) (StopResult, error) {
 		if err != nil {
 			return res, err
 		}
-		deadline := time.Now().Add(wait)
-		for time.Now().Before(deadline) {
-			if _, still, _ := runlock.Holder(stateFile); !still {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if _, still, _ := runlock.Holder(stateFile); still {
-			return res, fmt.Errorf("the engine (pid %d) has not stopped within %s; the stop request stays in the state file", pid, wait)
+		err = poll(ctx, func() bool {
+			_, still, _ := runlock.Holder(stateFile)
+			return !still
+		})
+		if err != nil {
+			return res, fmt.Errorf("the engine (pid %d) has not stopped (%w); the stop request stays in the state file", pid, err)
 		}
 	} else {
 		_, err := store.Update(func(s *state.State) error {
@@ -89,9 +89,10 @@ type RedirectResult struct {
 }
 
 // Redirect applies a person's change: through the running engine (which
-// kills the agents whose work it invalidates) or, without one, to the state
-// file for the next run. A refused change leaves the file byte-identical.
-func Redirect(stateFile string, c Change, now time.Time, wait time.Duration) (RedirectResult, error) {
+// kills the agents whose work it invalidates, waited for as SendRedirect
+// says) or, without one, to the state file for the next run. A refused
+// change leaves the file byte-identical.
+func Redirect(ctx context.Context, stateFile string, c Change, now time.Time) (RedirectResult, error) {
 	store := state.NewStore(stateFile).RefuseInvalid()
 	_, held, err := runlock.Holder(stateFile)
 	if err != nil {
@@ -104,7 +105,7 @@ func Redirect(stateFile string, c Change, now time.Time, wait time.Duration) (Re
 	res := RedirectResult{AppliedBy: "file", Corrections: []string{}}
 	if held {
 		res.AppliedBy = "engine"
-		if err := SendRedirect(stateFile, c, wait); err != nil {
+		if err := SendRedirect(ctx, stateFile, c); err != nil {
 			return res, err
 		}
 	} else {
@@ -144,21 +145,21 @@ func (e *ErrNoEngine) Error() string {
 }
 
 // Pause pauses the running loop of stateFile (see SendPause).
-func Pause(stateFile string, kill bool, reason string, wait time.Duration) error {
+func Pause(ctx context.Context, stateFile string, kill bool, reason string) error {
 	if _, held, err := runlock.Holder(stateFile); err != nil {
 		return err
 	} else if !held {
 		return &ErrNoEngine{StateFile: stateFile}
 	}
-	return SendPause(stateFile, kill, reason, wait)
+	return SendPause(ctx, stateFile, kill, reason)
 }
 
-// Resume resumes the paused loop of stateFile.
-func Resume(stateFile, reason string, wait time.Duration) error {
+// Resume resumes the paused loop of stateFile (see SendPause).
+func Resume(ctx context.Context, stateFile, reason string) error {
 	if _, held, err := runlock.Holder(stateFile); err != nil {
 		return err
 	} else if !held {
 		return &ErrNoEngine{StateFile: stateFile}
 	}
-	return SendResume(stateFile, reason, wait)
+	return SendResume(ctx, stateFile, reason)
 }

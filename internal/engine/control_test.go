@@ -71,19 +71,21 @@ func TestARedirectStopsOnlyWhatItInvalidates(t *testing.T) {
 	waitFile(t, dir, "started-A.1")
 	waitFile(t, dir, "started-B.1")
 
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	// A refused redirect stops nothing.
-	err := SendRedirect(path, Change{Reason: "bad", AddAtoms: []state.Atom{{ID: "Z", Description: "z", DependsOn: []string{"NOPE"}}}}, 10*time.Second)
+	err := SendRedirect(ctx, path, Change{Reason: "bad", AddAtoms: []state.Atom{{ID: "Z", Description: "z", DependsOn: []string{"NOPE"}}}})
 	if err == nil {
 		t.Fatal("a redirect to an unknown dependency was accepted")
 	}
 	// Adding an atom and a bound stops nothing; the new atom starts at once.
 	three := 3
-	if err := SendRedirect(path, Change{Reason: "more", AddAtoms: []state.Atom{{ID: "N", Description: "n", DependsOn: []string{}}}, MaxParallelAgents: &three}, 10*time.Second); err != nil {
+	if err := SendRedirect(ctx, path, Change{Reason: "more", AddAtoms: []state.Atom{{ID: "N", Description: "n", DependsOn: []string{}}}, MaxParallelAgents: &three}); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, dir, "started-N.1")
 	// Removing B stops B only.
-	if err := SendRedirect(path, Change{Reason: "no B", RemoveAtoms: []string{"B"}}, 10*time.Second); err != nil {
+	if err := SendRedirect(ctx, path, Change{Reason: "no B", RemoveAtoms: []string{"B"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"A", "N", "B"} {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -56,15 +57,15 @@ func Paused(stateFile string) (PauseInfo, bool) {
 	return p, true
 }
 
-// SendPause asks the running engine of stateFile to pause and waits up to
-// wait for its answer.
-func SendPause(stateFile string, kill bool, reason string, wait time.Duration) error {
-	return send(stateFile, "pause", requestDoc{Control: controlPause, Kill: kill, Change: Change{Reason: reason}}, wait)
+// SendPause asks the running engine of stateFile to pause and waits for
+// its answer until ctx ends (see send for what is left then).
+func SendPause(ctx context.Context, stateFile string, kill bool, reason string) error {
+	return send(ctx, stateFile, "pause", requestDoc{Control: controlPause, Kill: kill, Change: Change{Reason: reason}})
 }
 
-// SendResume asks the running engine of stateFile to resume.
-func SendResume(stateFile, reason string, wait time.Duration) error {
-	return send(stateFile, "resume", requestDoc{Control: controlResume, Change: Change{Reason: reason}}, wait)
+// SendResume asks the running engine of stateFile to resume, as SendPause.
+func SendResume(ctx context.Context, stateFile, reason string) error {
+	return send(ctx, stateFile, "resume", requestDoc{Control: controlResume, Change: Change{Reason: reason}})
 }
 
 // control applies a pause or resume request.

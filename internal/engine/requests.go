@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,13 +101,19 @@ func answer(r request, err error) {
 }
 
 // SendRedirect hands a change to the running engine of stateFile and waits
-// up to wait for its answer.
-func SendRedirect(stateFile string, c Change, wait time.Duration) error {
-	return send(stateFile, "redirect", requestDoc{Change: c}, wait)
+// for its answer until ctx ends (see send for what is left then).
+func SendRedirect(ctx context.Context, stateFile string, c Change) error {
+	return send(ctx, stateFile, "redirect", requestDoc{Change: c})
 }
 
-// send writes a request for the running engine and waits for its answer.
-func send(stateFile, what string, doc requestDoc, wait time.Duration) error {
+// send writes a request for the running engine and waits for its answer
+// until ctx ends. Then a request the engine has not taken yet is withdrawn
+// (its file removed: it will never act on it); one it has taken is acted on
+// and its answer left in NAME.done. Either way the error wraps ctx.Err().
+func send(ctx context.Context, stateFile, what string, doc requestDoc) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	dir := requestDir(stateFile)
 	if err := os.MkdirAll(dir, journal.DirMode); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -125,26 +132,46 @@ func send(stateFile, what string, doc requestDoc, wait time.Duration) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	done := filepath.Join(dir, name+".done")
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		if data, err := os.ReadFile(done); err == nil {
-			_ = os.Remove(done)
-			var a answerDoc
-			if err := json.Unmarshal(data, &a); err != nil {
-				return fmt.Errorf("%s: unreadable answer: %w", what, err)
-			}
-			switch {
-			case a.Code == "not_paused":
-				return ErrNotPaused
-			case !a.Success:
-				return &RefusedError{Err: errors.New(a.Error)}
-			}
-			return nil
+	var answer []byte
+	err = poll(ctx, func() bool {
+		answer, err = os.ReadFile(done)
+		return err == nil
+	})
+	if err != nil {
+		if os.Remove(req) == nil {
+			return fmt.Errorf("%s: the running engine did not take the request (%w); it was withdrawn", what, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("%s: the engine took the request but did not answer (%w)", what, err)
 	}
-	if os.Remove(req) == nil {
-		return fmt.Errorf("%s: the running engine did not take the request within %s; it was withdrawn", what, wait)
+	_ = os.Remove(done)
+	var a answerDoc
+	if err := json.Unmarshal(answer, &a); err != nil {
+		return fmt.Errorf("%s: unreadable answer: %w", what, err)
 	}
-	return fmt.Errorf("%s: the engine took the request but did not answer within %s", what, wait)
+	switch {
+	case a.Code == "not_paused":
+		return ErrNotPaused
+	case !a.Success:
+		return &RefusedError{Err: errors.New(a.Error)}
+	}
+	return nil
+}
+
+// pollEvery is how often a client looks for the engine's answer: the
+// engine looks for requests between its steps, about as often.
+const pollEvery = 20 * time.Millisecond
+
+// poll calls done until it says true or ctx ends, whichever comes first,
+// and returns ctx.Err() in the second case.
+func poll(ctx context.Context, done func() bool) error {
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/ccw"
+	"github.com/aot-loop/aot/internal/control"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/history"
@@ -605,6 +607,7 @@ func (s *Server) controlError(w http.ResponseWriter, err error) {
 	var re *engine.RefusedError
 	var out *outsideError
 	var ue *unreadableError
+	var nw *control.NoWorkerError
 	switch {
 	case errors.As(err, &out), errors.As(err, &ue):
 		stateError(w, err)
@@ -616,6 +619,9 @@ func (s *Server) controlError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, "%v", err)
 	case errors.As(err, &ve), errors.Is(err, engine.ErrEmptyChange):
 		writeError(w, http.StatusUnprocessableEntity, "%v", err)
+	case errors.As(err, &nw):
+		// The workflow waits for a worker: what was asked is kept.
+		writeError(w, http.StatusServiceUnavailable, "%v", err)
 	default:
 		writeError(w, http.StatusInternalServerError, "%v", err)
 	}
@@ -647,10 +653,9 @@ func (s *Server) pauseLoop(w http.ResponseWriter, r *http.Request, l *loop) {
 	if q.Reason == "" {
 		q.Reason = "paused from aot serve"
 	}
-	ctl, err := s.controlsOf(r.Context(), l)
-	if err == nil {
-		err = ctl.pause(q.Kill, q.Reason)
-	}
+	err := s.control(r, l, "pause", func(ctx context.Context, c control.Controller) error {
+		return c.Pause(ctx, q.Kill, q.Reason)
+	})
 	if err != nil {
 		s.controlError(w, err)
 		return
@@ -670,10 +675,9 @@ func (s *Server) resumeLoop(w http.ResponseWriter, r *http.Request, l *loop) {
 	if q.Reason == "" {
 		q.Reason = "resumed from aot serve"
 	}
-	ctl, err := s.controlsOf(r.Context(), l)
-	if err == nil {
-		err = ctl.resume(q.Reason)
-	}
+	err := s.control(r, l, "resume", func(ctx context.Context, c control.Controller) error {
+		return c.Resume(ctx, q.Reason)
+	})
 	if err != nil {
 		s.controlError(w, err)
 		return
@@ -693,11 +697,11 @@ func (s *Server) stopLoop(w http.ResponseWriter, r *http.Request, l *loop) {
 	if q.Reason == "" {
 		q.Reason = "stopped from aot serve"
 	}
-	ctl, err := s.controlsOf(r.Context(), l)
-	var res engine.StopResult
-	if err == nil {
-		res, err = ctl.stop(q.Reason)
-	}
+	var res control.StopResult
+	err := s.control(r, l, "stop", func(ctx context.Context, c control.Controller) (err error) {
+		res, err = c.Stop(ctx, q.Reason)
+		return err
+	})
 	if err != nil {
 		s.controlError(w, err)
 		return
@@ -729,11 +733,11 @@ func (s *Server) redirectLoop(w http.ResponseWriter, r *http.Request, l *loop) {
 		writeError(w, http.StatusBadRequest, "%v", engine.ErrEmptyChange)
 		return
 	}
-	ctl, err := s.controlsOf(r.Context(), l)
 	var res engine.RedirectResult
-	if err == nil {
-		res, err = ctl.redirect(c)
-	}
+	err := s.control(r, l, "redirect", func(ctx context.Context, ctl control.Controller) (err error) {
+		res, err = ctl.Redirect(ctx, c)
+		return err
+	})
 	if err != nil {
 		s.controlError(w, err)
 		return

@@ -3,11 +3,12 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
+	"net/http"
 	"reflect"
 	"sync"
 	"time"
 
+	"github.com/aot-loop/aot/internal/control"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 )
@@ -19,41 +20,15 @@ import (
 // projected into the state file; a person's controls go to the workflow.
 
 // TemporalLoops reaches the workflow of a loop that runs on Temporal, named
-// by its state file. The CLI provides it: the Temporal SDK is no part of
-// the server.
-type TemporalLoops interface {
-	// Sync asks the workflow where it stands and projects its state into
-	// the state file.
-	Sync(ctx context.Context, stateFile string) (Workflow, error)
-	// Pause and Resume signal the workflow; it acts on them at its next
-	// task.
-	Pause(ctx context.Context, stateFile string, kill bool, reason string) error
-	Resume(ctx context.Context, stateFile, reason string) error
-	// Stop cancels the workflow: it kills its running attempts and ends.
-	Stop(ctx context.Context, stateFile, reason string) error
-	// Redirect returns once the workflow has applied the change; a change
-	// it refused is an *engine.RefusedError.
-	Redirect(ctx context.Context, stateFile string, c engine.Change) error
-}
+// by its state file (control.Workflows). The CLI provides it: the Temporal
+// SDK is no part of the server.
+type TemporalLoops = control.Workflows
 
 // Workflow is what a loop's workflow answered.
-type Workflow struct {
-	ID      string
-	Running bool // it has not ended
-	Paused  bool
-	// PausedSince and PausedKill describe the pause in force (nil: the
-	// workflow did not say).
-	PausedSince *time.Time
-	PausedKill  bool
-	Attempts    []WorkflowAttempt // in flight
-}
+type Workflow = control.Workflow
 
 // WorkflowAttempt is an agent attempt the workflow waits for.
-type WorkflowAttempt struct {
-	Atom    string
-	Attempt int
-	Started time.Time
-}
+type WorkflowAttempt = control.WorkflowAttempt
 
 const (
 	maxWorkflowQuestions = 4                // asked at once
@@ -198,151 +173,73 @@ func (l *loop) workflowRunning() (string, bool) {
 	return wf.ID, true
 }
 
-// controls are a person's controls of a loop: the local engine's (through
-// the files it watches) or, for a loop on Temporal, its workflow's.
-type controls interface {
-	pause(kill bool, reason string) error
-	resume(reason string) error
-	stop(reason string) (engine.StopResult, error)
-	redirect(c engine.Change) (engine.RedirectResult, error)
-}
-
-// controlsOf picks l's controls. A loop on Temporal whose workflow runs is
-// steered through its workflow, asked first so that what the answer says
-// is fresh. One whose workflow has ended has no engine: the local controls
-// act on its state file, from which the next aot run --engine temporal
-// starts.
-func (s *Server) controlsOf(ctx context.Context, l *loop) (controls, error) {
+// controlsOf picks l's controls (control.For). A loop on Temporal whose
+// workflow is due is steered through it, asked first through askWorkflow so
+// that what the server shows follows every answer. One whose workflow was
+// seen ended has no engine: the local controls act on its state file, from
+// which the next aot run --engine temporal starts.
+func (s *Server) controlsOf(ctx context.Context, l *loop) (control.Controller, error) {
 	// A state that cannot be read is said as such, before any engine is
 	// bothered with it.
 	if _, err := l.read(); err != nil {
 		return nil, err
 	}
-	local := localControls{stateFile: l.stateFile, now: s.opts.Now}
-	if s.opts.Temporal == nil || !s.workflowDue(l) {
-		return local, nil
+	var t control.Workflows
+	if s.opts.Temporal != nil && s.workflowDue(l) {
+		t = loopWorkflow{s: s, l: l}
 	}
-	wf, err := s.askWorkflow(ctx, l)
+	return control.For(ctx, l.stateFile, t, s.opts.Now), nil
+}
+
+// loopWorkflow is the server's Temporal for one loop: its questions go
+// through askWorkflow, which keeps and publishes each answer.
+type loopWorkflow struct {
+	s *Server
+	l *loop
+}
+
+func (w loopWorkflow) Sync(ctx context.Context, stateFile string) (Workflow, error) {
+	return w.s.askWorkflow(ctx, w.l)
+}
+
+func (w loopWorkflow) Pause(ctx context.Context, stateFile string, kill bool, reason string) error {
+	return w.s.opts.Temporal.Pause(ctx, stateFile, kill, reason)
+}
+
+func (w loopWorkflow) Resume(ctx context.Context, stateFile, reason string) error {
+	return w.s.opts.Temporal.Resume(ctx, stateFile, reason)
+}
+
+func (w loopWorkflow) Stop(ctx context.Context, stateFile, reason string) (Workflow, error) {
+	return w.s.opts.Temporal.Stop(ctx, stateFile, reason)
+}
+
+func (w loopWorkflow) Redirect(ctx context.Context, stateFile string, c engine.Change) error {
+	return w.s.opts.Temporal.Redirect(ctx, stateFile, c)
+}
+
+// controlWait bounds a control's wait for its engine, as long as before
+// the controller: a local engine acts between its steps; a workflow's
+// workers learn of a stop at their attempts' next heartbeat, and
+// aot-temporal waits up to 45s for the workflow to close.
+func controlWait(k control.Kind, op string) time.Duration {
+	switch {
+	case op == "stop" && k == control.Temporal:
+		return 60 * time.Second
+	case op == "stop" || op == "redirect":
+		return 10 * time.Second
+	}
+	return 5 * time.Second
+}
+
+// control runs op on l's controls, bounded by controlWait and by the
+// request: a client that goes away ends the wait.
+func (s *Server) control(r *http.Request, l *loop, op string, fn func(ctx context.Context, c control.Controller) error) error {
+	c, err := s.controlsOf(r.Context(), l)
 	if err != nil {
-		return nil, fmt.Errorf("the loop runs on Temporal and its workflow could not be asked: %w", err)
-	}
-	if !wf.Running {
-		return local, nil
-	}
-	return &workflowControls{s: s, l: l, ctx: ctx, last: wf}, nil
-}
-
-type localControls struct {
-	stateFile string
-	now       func() time.Time
-}
-
-func (c localControls) pause(kill bool, reason string) error {
-	return engine.Pause(c.stateFile, kill, reason, 5*time.Second)
-}
-
-func (c localControls) resume(reason string) error {
-	return engine.Resume(c.stateFile, reason, 5*time.Second)
-}
-
-func (c localControls) stop(reason string) (engine.StopResult, error) {
-	return engine.Stop(c.stateFile, reason, 10*time.Second)
-}
-
-func (c localControls) redirect(ch engine.Change) (engine.RedirectResult, error) {
-	return engine.Redirect(c.stateFile, ch, c.now(), 10*time.Second)
-}
-
-// workflowControls steer a loop's running workflow. Each waits, as the
-// local engine's controls do, until the workflow has acted: a signal or a
-// cancel is recorded at once, acted on at the workflow's next task.
-type workflowControls struct {
-	s    *Server
-	l    *loop
-	ctx  context.Context
-	last Workflow // the answer controlsOf got
-}
-
-func (c *workflowControls) pause(kill bool, reason string) error {
-	if err := c.s.opts.Temporal.Pause(c.ctx, c.l.stateFile, kill, reason); err != nil {
 		return err
 	}
-	return c.await("paused", 5*time.Second, func(wf Workflow) bool { return wf.Paused || !wf.Running })
-}
-
-func (c *workflowControls) resume(reason string) error {
-	if !c.last.Paused {
-		return engine.ErrNotPaused
-	}
-	if err := c.s.opts.Temporal.Resume(c.ctx, c.l.stateFile, reason); err != nil {
-		return err
-	}
-	return c.await("resumed", 5*time.Second, func(wf Workflow) bool { return !wf.Paused })
-}
-
-// stop waits longer than a local stop: the workers learn of the cancel at
-// their attempts' next heartbeat.
-func (c *workflowControls) stop(reason string) (engine.StopResult, error) {
-	if err := c.s.opts.Temporal.Stop(c.ctx, c.l.stateFile, reason); err != nil {
-		return engine.StopResult{}, err
-	}
-	if err := c.await("ended", 30*time.Second, func(wf Workflow) bool { return !wf.Running }); err != nil {
-		return engine.StopResult{}, err
-	}
-	st, err := c.l.read()
-	if err != nil {
-		return engine.StopResult{}, err
-	}
-	res := engine.StopResult{Status: st.Control.Status}
-	if st.Control.StopReason != nil {
-		res.Reason = *st.Control.StopReason
-	}
-	return res, nil
-}
-
-// redirect reports the corrections the workflow recorded, as the local
-// engine's does: those the state file has after the change and did not
-// before (both fresh from the workflow).
-func (c *workflowControls) redirect(ch engine.Change) (engine.RedirectResult, error) {
-	res := engine.RedirectResult{AppliedBy: "engine", Corrections: []string{}}
-	before, err := c.l.read()
-	if err != nil {
-		return res, err
-	}
-	if err := c.s.opts.Temporal.Redirect(c.ctx, c.l.stateFile, ch); err != nil {
-		return res, err
-	}
-	if _, err := c.s.askWorkflow(c.ctx, c.l); err != nil {
-		return res, nil // applied; the corrections show once the workflow answers
-	}
-	after, err := c.l.read()
-	if err != nil {
-		return res, nil
-	}
-	for _, corr := range after.Corrections[min(len(before.Corrections), len(after.Corrections)):] {
-		res.Corrections = append(res.Corrections, corr.Type)
-	}
-	return res, nil
-}
-
-// await asks the workflow until cond holds, for at most within.
-func (c *workflowControls) await(what string, within time.Duration, cond func(Workflow) bool) error {
-	deadline := time.Now().Add(within)
-	for {
-		wf, err := c.s.askWorkflow(c.ctx, c.l)
-		if err == nil && cond(wf) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return fmt.Errorf("the request was sent to the loop's Temporal workflow, which has not answered since: %w", err)
-			}
-			return fmt.Errorf("the loop's Temporal workflow %s has not %s within %s; the request stays with it", wf.ID, what, within)
-		}
-		select {
-		case <-c.ctx.Done():
-			return c.ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	ctx, cancel := context.WithTimeout(r.Context(), controlWait(c.Kind(), op))
+	defer cancel()
+	return fn(ctx, c)
 }

@@ -84,8 +84,8 @@ func (f *fakeWorkflows) Resume(ctx context.Context, stateFile, reason string) er
 	})
 }
 
-func (f *fakeWorkflows) Stop(ctx context.Context, stateFile, reason string) error {
-	return f.control(stateFile, fmt.Sprintf("stop %q", reason), func(w *fakeWorkflow) error {
+func (f *fakeWorkflows) Stop(ctx context.Context, stateFile, reason string) (server.Workflow, error) {
+	return server.Workflow{}, f.control(stateFile, fmt.Sprintf("stop %q", reason), func(w *fakeWorkflow) error {
 		w.wf.Running, w.wf.Paused, w.wf.Attempts = false, false, nil
 		w.st.Control.Status = state.ControlStopped
 		r := "manual stop: the workflow was cancelled"
