@@ -84,42 +84,6 @@ type CoreOptions struct {
 	Carry *Carry
 }
 
-// Carry is a Core's bookkeeping beyond the state, handed to the next
-// Core of the same loop when nothing is in flight (Temporal's
-// Continue-As-New).
-type Carry struct {
-	Usage          agent.Usage           `json:"usage"`
-	Unknown        int                   `json:"unknown,omitempty"`
-	Start          time.Time             `json:"start"`
-	PausedFor      time.Duration         `json:"paused_for,omitempty"`
-	StartIteration int                   `json:"start_iteration,omitempty"`
-	Paused         *PauseInfo            `json:"paused,omitempty"`
-	Next           map[string]agent.Role `json:"next,omitempty"`
-	Notes          map[string]string     `json:"notes,omitempty"`
-	Planned        map[string]bool       `json:"planned,omitempty"`
-	Waiting        map[string]time.Time  `json:"waiting,omitempty"`
-	Reopens        map[string]int        `json:"reopens,omitempty"`
-	Repairs        int                   `json:"repairs,omitempty"`
-	Expands        int                   `json:"expands,omitempty"`
-	QuotaUntil     time.Time             `json:"quota_until,omitempty"`
-	RateUntil      time.Time             `json:"rate_until,omitempty"`
-	RateInRow      int                   `json:"rate_in_row,omitempty"`
-	RateCap        int                   `json:"rate_cap,omitempty"`
-	Attempted      map[string]bool       `json:"attempted,omitempty"`
-	SweepStart     int                   `json:"sweep_start"`
-	SweepReported  bool                  `json:"sweep_reported,omitempty"`
-	SweepRepair    bool                  `json:"sweep_repair,omitempty"`
-	// What the last verifications found, so that nothing is checked again
-	// while the work has not changed.
-	Gen         int      `json:"gen,omitempty"`
-	DepGen      int      `json:"dep_gen"`
-	VerifiedGen int      `json:"verified_gen"`
-	VerifyFails []string `json:"verify_fails,omitempty"`
-	// The run's own bounds, until a redirect sets the constraints.
-	MaxParallel   int `json:"max_parallel,omitempty"`
-	MaxIterations int `json:"max_iterations,omitempty"`
-}
-
 // NewCore starts (or, with o.Carry, resumes) the loop of s, as Run's
 // begin does: orphaned work back to pending, the loop marked running, a
 // run_start or run_resume event. s becomes the Core's.
@@ -138,7 +102,8 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 	e.fx = hosted{c}
 	e.s = s
 	if cy := o.Carry; cy != nil {
-		c.restore(cy)
+		e.book = *cy
+		e.book.fill()
 	} else {
 		e.startRun(nil)
 	}
@@ -151,47 +116,9 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 	return c
 }
 
-func (c *Core) restore(cy *Carry) {
-	e := c.e
-	e.usage, e.unknown = cy.Usage, cy.Unknown
-	e.start, e.pausedFor, e.startIter = cy.Start, cy.PausedFor, cy.StartIteration
-	e.paused = cy.Paused
-	e.next = orEmpty(cy.Next)
-	e.notes = orEmpty(cy.Notes)
-	e.planned = orEmpty(cy.Planned)
-	e.waiting = orEmpty(cy.Waiting)
-	e.reopens = orEmpty(cy.Reopens)
-	e.repairs, e.expands = cy.Repairs, cy.Expands
-	e.quotaUntil = cy.QuotaUntil
-	e.rate = rateState{until: cy.RateUntil, inRow: cy.RateInRow, cap: cy.RateCap}
-	e.attempted = orEmpty(cy.Attempted)
-	e.unattempted = map[string]bool{}
-	e.sweepStart, e.sweepReported, e.sweepRepair = cy.SweepStart, cy.SweepReported, cy.SweepRepair
-	e.opts.MaxParallel, e.opts.MaxIterations = cy.MaxParallel, cy.MaxIterations
-	e.gen, e.depGen, e.verifiedGen, e.verifyFails = cy.Gen, cy.DepGen, cy.VerifiedGen, cy.VerifyFails
-}
-
-func orEmpty[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return map[K]V{}
-	}
-	return m
-}
-
 // Carry is what the next Core of this loop needs; call it when nothing is
 // in flight.
-func (c *Core) Carry() Carry {
-	e := c.e
-	return Carry{
-		Usage: e.usage, Unknown: e.unknown, Start: e.start, PausedFor: e.pausedFor, StartIteration: e.startIter,
-		Paused: e.paused, Next: e.next, Notes: e.notes, Planned: e.planned, Waiting: e.waiting, Reopens: e.reopens,
-		Repairs: e.repairs, Expands: e.expands, QuotaUntil: e.quotaUntil,
-		RateUntil: e.rate.until, RateInRow: e.rate.inRow, RateCap: e.rate.cap,
-		Attempted: e.attempted, SweepStart: e.sweepStart, SweepReported: e.sweepReported, SweepRepair: e.sweepRepair,
-		Gen: e.gen, DepGen: e.depGen, VerifiedGen: e.verifiedGen, VerifyFails: e.verifyFails,
-		MaxParallel: e.opts.MaxParallel, MaxIterations: e.opts.MaxIterations,
-	}
-}
+func (c *Core) Carry() Carry { return c.e.book }
 
 // State is the loop's state as the Core holds it; callers must not change
 // it.
@@ -234,7 +161,7 @@ func (c *Core) InFlight() int { return len(c.e.tasks) }
 // decides what comes next.
 func (c *Core) Quiet() bool {
 	e := c.e
-	return len(e.tasks) == 0 && !e.waitingForTime() && e.paused == nil
+	return len(e.tasks) == 0 && !e.waitingForTime() && e.book.Paused == nil
 }
 
 // Settle runs when the loop is Quiet: the work is done (the base case is
@@ -274,16 +201,16 @@ func (c *Core) Wake() time.Time {
 			next = t
 		}
 	}
-	for _, until := range e.waiting {
+	for _, until := range e.book.Waiting {
 		earlier(until)
 	}
-	if e.now().Before(e.quotaUntil) {
-		earlier(e.quotaUntil)
+	if e.now().Before(e.book.QuotaUntil) {
+		earlier(e.book.QuotaUntil)
 	}
-	if e.now().Before(e.rate.until) {
-		earlier(e.rate.until)
+	if e.now().Before(e.book.RateUntil) {
+		earlier(e.book.RateUntil)
 	}
-	if d := e.wallTime(); d > 0 && e.paused == nil {
+	if d := e.wallTime(); d > 0 && e.book.Paused == nil {
 		earlier(e.now().Add(d - e.active()))
 	}
 	return next
@@ -297,7 +224,7 @@ func (c *Core) Pause(kill bool, reason string) error { return c.e.pause(kill, re
 func (c *Core) Resume(reason string) error { return c.e.resume(reason) }
 
 // Paused is the pause in force, nil when none.
-func (c *Core) Paused() *PauseInfo { return c.e.paused }
+func (c *Core) Paused() *PauseInfo { return c.e.book.Paused }
 
 // Check validates a change without applying it.
 func (c *Core) Check(ch Change) error { return Apply(state.Clone(c.e.s), ch, c.e.now()) }
@@ -330,7 +257,7 @@ func (c *Core) End(out Outcome, landing string) Outcome {
 
 // Usage is what the loop has spent, and how many attempts reported no
 // usage.
-func (c *Core) Usage() (agent.Usage, int) { return c.e.usage, c.e.unknown }
+func (c *Core) Usage() (agent.Usage, int) { return c.e.book.Usage, c.e.book.Unknown }
 
 // Running lists the attempts in flight, in the order they started.
 func (c *Core) Running() []Attempt {
@@ -353,7 +280,7 @@ func (c *Core) Hold(on bool) { c.e.hold = on }
 func (c *Core) Spent(u agent.Usage, unknown int) {
 	u.Known = true
 	c.e.addKnown(u)
-	c.e.unknown += unknown
+	c.e.book.Unknown += unknown
 }
 
 // Dirty reports whether the state changed since MarkClean.
@@ -426,7 +353,7 @@ func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent a
 		opts.Judge = &judge{e: e}
 	}
 	rep, err := e.baseCase(ctx, opts)
-	return CheckReport{Report: rep, Events: col.events, Usage: e.usage, Unknown: e.unknown}, err
+	return CheckReport{Report: rep, Events: col.events, Usage: e.book.Usage, Unknown: e.book.Unknown}, err
 }
 
 // collected keeps the events of a verification run away from a loop.

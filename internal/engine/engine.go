@@ -124,6 +124,9 @@ type taskResult struct {
 }
 
 type engine struct {
+	// book is what the engine keeps beyond the state, handed whole to the
+	// next engine of the loop (Core.Carry).
+	book    Carry
 	fx      effects // what touches the world: local, or a Core's host
 	denied  perTask[agent.Denial]
 	retried perTask[string] // the model calls each task's CLI retried
@@ -140,56 +143,28 @@ type engine struct {
 	results chan taskResult
 	nextID  int
 
-	next     map[string]agent.Role // the strategy for an atom's next run
-	notes    map[string]string     // probe findings for the next worker
-	planned  map[string]bool       // the planner was already asked about this atom
-	expanded bool                  // the work graph grew in this iteration
-	expands  int                   // iterations in a row that only grew the graph
-
-	usage     agent.Usage // the loop's total, across runs
-	unknown   int         // attempts whose usage nobody reported
-	start     time.Time
-	startIter int // control.iteration when this run started
+	expanded bool // the work graph grew in this iteration
 
 	// Retries and sweeps (sweep.go).
-	waiting     map[string]time.Time // atom -> when its backoff ends
-	attempted   map[string]bool      // atoms with a finished worker attempt in this sweep
-	unattempted map[string]bool      // executable atoms without one yet
-	sweepStart  int                  // unresolved atoms when the sweep began
-	draining    bool                 // a bound is reached: start nothing, let running agents finish
-	quotaUntil  time.Time            // a usage limit: start nothing before this
-	rate        rateState            // rate limits: wait, and run fewer agents
-	depGen      int                  // gen at the last dependency check, -1 when none
-	sayMu       sync.Mutex           // progress lines come from attempts' goroutines too
-	verifiedGen int                  // gen at the last verification, -1 when none
-	verifyFails []string             // what that verification found
-	gen         int                  // bumped by every change that may affect the base case
+	unattempted map[string]bool // executable atoms without one yet
+	draining    bool            // a bound is reached: start nothing, let running agents finish
+	sayMu       sync.Mutex      // progress lines come from attempts' goroutines too
 	dirty       bool
 	lastFlush   time.Time
 	stamp       fileStamp
-	place       placeStamp     // the project folder the run started in (moved.go)
-	lastWritten *state.State   // what the engine last wrote to the state file
-	reopens     map[string]int // atom -> times a failing check reopened it in this run
-	// Repair sweeps (sweep.go): sweeps spent redoing work a check found
-	// broken are not charged to max_iterations.
-	sweepRepair bool // an atom was reopened in this sweep
-	repairs     int  // repair sweeps in this run
-	infra       bool // the failure being recorded was a crash, timeout or garbage
-	// sweepReported: an agent reported a failure in this sweep (not only
-	// crashes, timeouts or garbage); only such a sweep can be a stall.
-	sweepReported bool
-	stop          *string       // a stop was requested, with its reason
-	paused        *PauseInfo    // a person paused the loop: nothing new starts
-	pausedFor     time.Duration // paused time in this run, not charged to max_wall_time
-	parallel      int
-	maxIter       int
-	halt          *Outcome   // a stop decided inside a step (usage limit)
-	trees         treeSet    // process trees of the attempts in flight
-	iso           *isolation // nil: agents share the project root
-	isoCap        int        // the parallelism the isolation mode allows, 0 = no cap
-	serial        bool       // no isolation: workers one at a time unless their scopes are disjoint
-	lastBeat      time.Time
-	hold          bool // the driver starts nothing new for now (Core.Hold)
+	place       placeStamp   // the project folder the run started in (moved.go)
+	lastWritten *state.State // what the engine last wrote to the state file
+	infra       bool         // the failure being recorded was a crash, timeout or garbage
+	stop        *string      // a stop was requested, with its reason
+	parallel    int
+	maxIter     int
+	halt        *Outcome   // a stop decided inside a step (usage limit)
+	trees       treeSet    // process trees of the attempts in flight
+	iso         *isolation // nil: agents share the project root
+	isoCap      int        // the parallelism the isolation mode allows, 0 = no cap
+	serial      bool       // no isolation: workers one at a time unless their scopes are disjoint
+	lastBeat    time.Time
+	hold        bool // the driver starts nothing new for now (Core.Hold)
 
 	// Incremental view of the graph, so a transition costs the same at 10
 	// or 100,000 atoms: rebuilt only when the graph's shape changes.
@@ -272,23 +247,20 @@ func newEngine(opts Options) *engine {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
-	return &engine{
+	e := &engine{
 		opts:        opts,
 		store:       state.NewStore(opts.StateFile),
 		tasks:       map[int]*task{},
 		busy:        map[string]int{},
 		results:     make(chan taskResult, 64),
-		next:        map[string]agent.Role{},
-		notes:       map[string]string{},
-		planned:     map[string]bool{},
-		start:       opts.Now(),
-		waiting:     map[string]time.Time{},
-		attempted:   map[string]bool{},
 		unattempted: map[string]bool{},
-		reopens:     map[string]int{},
-		verifiedGen: -1,
-		depGen:      -1,
+		book: Carry{
+			Start: opts.Now(), VerifiedGen: -1, DepGen: -1,
+			MaxParallel: opts.MaxParallel, MaxIterations: opts.MaxIterations,
+		},
 	}
+	e.book.fill()
+	return e
 }
 
 // ProjectRoot is the directory a loop works in: the parent of the state
@@ -308,7 +280,7 @@ func (e *engine) say(format string, args ...any) {
 	if e.opts.Progress == nil {
 		return
 	}
-	el := e.now().Sub(e.start).Round(time.Second)
+	el := e.now().Sub(e.book.Start).Round(time.Second)
 	line := fmt.Sprintf("[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...))
 	e.sayMu.Lock()
 	defer e.sayMu.Unlock()
@@ -453,7 +425,7 @@ func (e *engine) startRun(crash *int) {
 	s.Control.StopRequested = false
 	s.Control.StopReason = nil
 	s.Control.RedirectRequested = false
-	e.startIter = s.Control.Iteration
+	e.book.StartIteration = s.Control.Iteration
 }
 
 // applyBounds takes the run's bounds from the constraints and the run's
@@ -461,8 +433,8 @@ func (e *engine) startRun(crash *int) {
 func (e *engine) applyBounds() {
 	c := e.s.Objective.Constraints
 	e.parallel = c.MaxParallelAgents
-	if e.opts.MaxParallel > 0 {
-		e.parallel = e.opts.MaxParallel
+	if e.book.MaxParallel > 0 {
+		e.parallel = e.book.MaxParallel
 	}
 	if e.parallel <= 0 {
 		e.parallel = state.DefaultMaxParallelAgents
@@ -471,9 +443,9 @@ func (e *engine) applyBounds() {
 		e.parallel = e.isoCap
 	}
 	e.maxIter = c.MaxIterations
-	if e.opts.MaxIterations > 0 {
+	if e.book.MaxIterations > 0 {
 		// --max-iterations N: at most N iterations in this run.
-		e.maxIter = e.startIter + e.opts.MaxIterations
+		e.maxIter = e.book.StartIteration + e.book.MaxIterations
 	}
 }
 
@@ -505,7 +477,7 @@ func (e *engine) loop(ctx context.Context) Outcome {
 		}
 		e.release()
 		e.schedule(ctx)
-		if len(e.tasks) == 0 && !e.waitingForTime() && e.paused == nil {
+		if len(e.tasks) == 0 && !e.waitingForTime() && e.book.Paused == nil {
 			if out, done := e.idle(ctx); done {
 				return out
 			}
@@ -687,23 +659,23 @@ func (e *engine) bounds() (Outcome, bool) {
 			return e.outcome(Budget, fmt.Sprintf("budget: max_wall_time %s spent in this run; raise it with aot redirect --reason R --max-wall-time D", c.MaxWallTime)), true
 		}
 	}
-	if tokens := e.usage.Tokens(); c.MaxTokens > 0 && tokens >= c.MaxTokens {
+	if tokens := e.book.Usage.Tokens(); c.MaxTokens > 0 && tokens >= c.MaxTokens {
 		return e.outcome(Budget, fmt.Sprintf("budget: %d tokens spent by the loop (max_tokens %d); raise it with aot redirect --reason R --max-tokens N", tokens, c.MaxTokens)), true
 	}
-	if c.MaxCostUSD > 0 && e.usage.CostUSD >= c.MaxCostUSD {
-		return e.outcome(Budget, fmt.Sprintf("budget: $%.4f spent by the loop (max_cost_usd %g); raise it with aot redirect --reason R --max-cost USD", e.usage.CostUSD, c.MaxCostUSD)), true
+	if c.MaxCostUSD > 0 && e.book.Usage.CostUSD >= c.MaxCostUSD {
+		return e.outcome(Budget, fmt.Sprintf("budget: $%.4f spent by the loop (max_cost_usd %g); raise it with aot redirect --reason R --max-cost USD", e.book.Usage.CostUSD, c.MaxCostUSD)), true
 	}
 	var out Outcome
 	switch {
-	case e.maxIter > 0 && e.s.Control.Iteration-e.repairs >= e.maxIter:
+	case e.maxIter > 0 && e.s.Control.Iteration-e.book.Repairs >= e.maxIter:
 		repairs := ""
-		if e.repairs > 0 {
-			repairs = fmt.Sprintf(" (and %s redoing work a check found broken, not counted)", brief.Count(e.repairs, "more iteration"))
+		if e.book.Repairs > 0 {
+			repairs = fmt.Sprintf(" (and %s redoing work a check found broken, not counted)", brief.Count(e.book.Repairs, "more iteration"))
 		}
-		if e.opts.MaxIterations > 0 {
-			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d iterations done in this run (--max-iterations %d)%s", e.s.Control.Iteration-e.startIter-e.repairs, e.opts.MaxIterations, repairs))
+		if e.book.MaxIterations > 0 {
+			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d iterations done in this run (--max-iterations %d)%s", e.s.Control.Iteration-e.book.StartIteration-e.book.Repairs, e.book.MaxIterations, repairs))
 		} else {
-			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d of %d iterations done%s; raise the bound with aot redirect --reason R --max-iterations N, or run N more with aot run --max-iterations N", e.s.Control.Iteration-e.repairs, e.maxIter, repairs))
+			out = e.outcome(MaxIterations, fmt.Sprintf("max_iterations: %d of %d iterations done%s; raise the bound with aot redirect --reason R --max-iterations N, or run N more with aot run --max-iterations N", e.s.Control.Iteration-e.book.Repairs, e.maxIter, repairs))
 		}
 	case c.MaxStallCount > 0 && e.s.Control.StallCount >= c.MaxStallCount:
 		out = e.outcome(Stalled, fmt.Sprintf("stall: %d sweeps in a row without progress (%d unresolved); aot run starts a new stall window, aot redirect --reason R --max-stall N raises the bound", e.s.Control.StallCount, e.unresolvedCount()))
@@ -731,7 +703,7 @@ func (e *engine) outcome(r Reason, msg string) Outcome {
 	return Outcome{
 		Reason: r, ExitCode: r.ExitCode(), Message: msg,
 		Iterations: e.s.Control.Iteration, Resolved: resolved, Unresolved: dag.Unresolved(e.s),
-		Usage: e.usage, UnknownUsage: e.unknown, Elapsed: e.now().Sub(e.start).Round(time.Millisecond).String(),
+		Usage: e.book.Usage, UnknownUsage: e.book.Unknown, Elapsed: e.now().Sub(e.book.Start).Round(time.Millisecond).String(),
 	}
 }
 
@@ -750,7 +722,7 @@ func (e *engine) agentsRunning() int {
 // schedule starts agents on executable atoms while slots are free.
 func (e *engine) schedule(ctx context.Context) {
 	free := e.slots() - e.agentsRunning()
-	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.hold || e.paused != nil || e.now().Before(e.quotaUntil) || e.now().Before(e.rate.until) {
+	if free <= 0 || e.s.Control.Status != state.ControlRunning || e.draining || e.hold || e.book.Paused != nil || e.now().Before(e.book.QuotaUntil) || e.now().Before(e.book.RateUntil) {
 		return
 	}
 	var cands []*state.Atom
@@ -806,7 +778,7 @@ func (e *engine) schedule(ctx context.Context) {
 func (e *engine) launch(ctx context.Context, id string) {
 	a := e.ix.Atom(id)
 	delete(e.ready, id)
-	role := e.next[id]
+	role := e.book.Next[id]
 	if role == "" {
 		role = agent.Worker
 	}
@@ -817,7 +789,7 @@ func (e *engine) launch(ctx context.Context, id string) {
 	e.nextID++
 	// A reopened atom's next try is a new attempt for the agent too, although
 	// reopening is not charged against max_attempts_per_atom.
-	t := &task{id: e.nextID, role: role, atom: id, attempt: a.Attempts + e.reopens[id] + 1, start: e.now()}
+	t := &task{id: e.nextID, role: role, atom: id, attempt: a.Attempts + e.book.Reopens[id] + 1, start: e.now()}
 	e.tasks[t.id] = t
 	e.busy[id] = t.id
 	in := e.taskFor(a, role, t.attempt)
@@ -840,7 +812,7 @@ func (e *engine) taskFor(a *state.Atom, role agent.Role, attempt int) agent.Task
 		StateFile:   e.opts.StateFile,
 		LastFailure: a.LastFailure,
 	}
-	if n := e.notes[a.ID]; n != "" && role == agent.Worker {
+	if n := e.book.Notes[a.ID]; n != "" && role == agent.Worker {
 		t.LastFailure = strings.TrimSpace(t.LastFailure + "\nprobe findings: " + n)
 	}
 	for _, d := range a.DependsOn {
@@ -939,11 +911,11 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	switch t.role {
 	case agent.Probe:
 		e.event(ev)
-		e.next[t.atom] = agent.Worker
+		e.book.Next[t.atom] = agent.Worker
 		if r.err == nil && !r.res.Feasible {
-			e.next[t.atom] = agent.Planner
+			e.book.Next[t.atom] = agent.Planner
 		}
-		e.notes[t.atom] = dag.OneLine(r.res.Findings, 2000)
+		e.book.Notes[t.atom] = dag.OneLine(r.res.Findings, 2000)
 		e.say("probe %s: feasible=%t %s", t.atom, r.err == nil && r.res.Feasible, dag.OneLine(r.res.Findings, 60))
 		return false
 	case agent.Planner:
@@ -951,8 +923,8 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 			ev = ev.With(journal.AtomFinishData{Proposed: len(r.res.Atoms) + len(r.res.Decompositions)})
 		}
 		e.event(ev)
-		e.planned[t.atom] = true
-		e.next[t.atom] = agent.Worker
+		e.book.Planned[t.atom] = true
+		e.book.Next[t.atom] = agent.Worker
 		if r.err == nil {
 			e.applyPlan(t.atom, r.res)
 		}
@@ -980,7 +952,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	e.fail(a, reason)
 	e.infra = false
 	if conflict && !e.parked(a) {
-		e.next[a.ID] = agent.Worker // re-run on the merged work, no probe or planner
+		e.book.Next[a.ID] = agent.Worker // re-run on the merged work, no probe or planner
 	}
 	return true
 }
@@ -1035,10 +1007,10 @@ func (e *engine) resolve(ctx context.Context, a *state.Atom, res agent.Result, e
 		}
 	}
 	a.LastFailure = ""
-	delete(e.next, a.ID)
-	delete(e.waiting, a.ID)
+	delete(e.book.Next, a.ID)
+	delete(e.book.Waiting, a.ID)
 	e.dirty = true
-	e.gen++
+	e.book.Gen++
 	// Progress: the stall window starts again at once, so that a stop that
 	// is draining goes on instead.
 	e.s.Control.StallCount = 0
@@ -1075,7 +1047,7 @@ func (e *engine) fail(a *state.Atom, reason string) {
 	a.Attempts++
 	a.LastFailure = dag.OneLine(reason, 500)
 	if !e.infra {
-		e.sweepReported = true
+		e.book.SweepReported = true
 	}
 	a.Status = state.StatusPending
 	e.dirty = true
@@ -1108,13 +1080,13 @@ func (e *engine) fail(a *state.Atom, reason string) {
 	}
 	switch {
 	case e.infra:
-		e.next[a.ID] = agent.Worker
+		e.book.Next[a.ID] = agent.Worker
 	case a.Attempts == 1:
-		e.next[a.ID] = agent.Probe
-	case !e.planned[a.ID]:
-		e.next[a.ID] = agent.Planner
+		e.book.Next[a.ID] = agent.Probe
+	case !e.book.Planned[a.ID]:
+		e.book.Next[a.ID] = agent.Planner
 	default:
-		e.next[a.ID] = agent.Worker
+		e.book.Next[a.ID] = agent.Worker
 	}
 	e.backoff(a)
 }

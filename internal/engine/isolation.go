@@ -105,7 +105,7 @@ func sensitiveDir(dir string) bool {
 // running now: never when their declared scopes overlap; without isolation,
 // only when every running worker and a declare scopes and none overlap.
 func (e *engine) mayStart(a *state.Atom) bool {
-	if role := e.next[a.ID]; role != "" && role != agent.Worker {
+	if role := e.book.Next[a.ID]; role != "" && role != agent.Worker {
 		return true // probes and planners only read
 	}
 	for _, t := range e.tasks {

@@ -31,14 +31,14 @@ func (e *engine) rebuild() {
 	e.ready = map[string]bool{}
 	e.queue = positions{height: heights(e.s, e.ix)}
 	for _, a := range dag.Executable(e.s, 0) {
-		if _, waits := e.waiting[a.ID]; waits || e.parked(a) {
+		if _, waits := e.book.Waiting[a.ID]; waits || e.parked(a) {
 			continue
 		}
 		e.markReady(a.ID)
 	}
-	for id := range e.waiting {
+	for id := range e.book.Waiting {
 		if !e.ix.Ready(id) {
-			delete(e.waiting, id) // no longer executable: removed, switched away, decomposed
+			delete(e.book.Waiting, id) // no longer executable: removed, switched away, decomposed
 		}
 	}
 	e.bindIdx = make(map[string]int, len(e.s.Bindings))
@@ -58,12 +58,12 @@ func (e *engine) markReady(id string) {
 	if a == nil || e.parked(a) {
 		return
 	}
-	if _, waits := e.waiting[id]; waits {
+	if _, waits := e.book.Waiting[id]; waits {
 		return // released by its backoff timer
 	}
 	e.ready[id] = true
 	heap.Push(&e.queue, entry{pos: e.ix.Position(id), attempts: int32(a.Attempts)})
-	if !e.attempted[id] {
+	if !e.book.Attempted[id] {
 		e.unattempted[id] = true
 	}
 }
@@ -256,8 +256,8 @@ func nonBlank(s, def string) string {
 // they count as not passed). A verification is reused while nothing changed
 // since it ran.
 func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error) {
-	if e.verifiedGen == e.gen && judges {
-		return false, e.verifyFails, nil
+	if e.book.VerifiedGen == e.book.Gen && judges {
+		return false, e.book.VerifyFails, nil
 	}
 	e.say("verifying the base case")
 	if err := e.fx.flush(); err != nil {
@@ -281,7 +281,7 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 	} else {
 		e.say("base case failed: %s", dag.OneLine(strings.Join(failures, "; "), 100))
 		if judges {
-			e.verifiedGen, e.verifyFails = e.gen, failures
+			e.book.VerifiedGen, e.book.VerifyFails = e.book.Gen, failures
 		}
 	}
 	return rep.Passed, failures, nil
@@ -392,36 +392,36 @@ func (e *engine) endIteration() string {
 	c := &e.s.Control
 	c.Iteration++
 	u := e.unresolvedCount()
-	prev := e.sweepStart
+	prev := e.book.SweepStart
 	max := e.s.Objective.Constraints.MaxStallCount
 	kind := "progress"
 	switch {
 	case u < prev:
 		c.StallCount = 0
-		e.expands = 0
+		e.book.Expands = 0
 	case u > prev && e.expanded:
-		e.expands++
+		e.book.Expands++
 		kind = "expansion"
-		if max > 0 && e.expands > max {
+		if max > 0 && e.book.Expands > max {
 			c.StallCount++
 			kind = "stall"
 		}
-	case len(e.attempted) > 0 && !e.sweepReported:
+	case len(e.book.Attempted) > 0 && !e.book.SweepReported:
 		// Only crashes, timeouts or garbage: they say nothing about whether
 		// the work can be done, and are bounded per atom by
 		// max_attempts_per_atom.
 		kind = "retry"
 	default:
 		c.StallCount++
-		e.expands = 0
+		e.book.Expands = 0
 		kind = "stall"
 	}
 	c.PrevPendingCount = u
 	e.expanded = false
 	e.dirty = true
-	data := journal.IterationData{Unresolved: journal.Ref(u), UnresolvedBefore: journal.Ref(prev), StallCount: c.StallCount, Attempted: journal.Ref(len(e.attempted))}
+	data := journal.IterationData{Unresolved: journal.Ref(u), UnresolvedBefore: journal.Ref(prev), StallCount: c.StallCount, Attempted: journal.Ref(len(e.book.Attempted))}
 	if e.repairSweep() {
-		e.repairs++
+		e.book.Repairs++
 		data.Repair = true
 	}
 	e.event(journal.Event{Iteration: c.Iteration, Reason: kind}.With(data))
@@ -585,8 +585,8 @@ func (e *engine) finish(out *Outcome) error {
 		*out = e.outcome(e.halt.Reason, e.halt.Message)
 	}
 	e.killAll("the loop stopped: " + string(out.Reason))
-	if e.paused != nil {
-		e.paused = nil
+	if e.book.Paused != nil {
+		e.book.Paused = nil
 		_ = os.Remove(pausePath(e.opts.StateFile))
 	}
 	e.conclude(out, e.land(context.Background(), out))
@@ -608,7 +608,7 @@ func (e *engine) conclude(out *Outcome, landing string) {
 		*out = e.outcome(e.halt.Reason, e.halt.Message)
 	}
 	e.killAll("the loop stopped: " + string(out.Reason))
-	e.paused = nil
+	e.book.Paused = nil
 	c := &e.s.Control
 	if out.Reason == Completed {
 		c.Status = state.ControlCompleted

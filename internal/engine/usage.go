@@ -47,7 +47,7 @@ func (e *engine) addUsage(u agent.Usage, err error) {
 
 func (e *engine) addKnown(u agent.Usage) {
 	if !u.Known {
-		e.unknown++
+		e.book.Unknown++
 	}
 	if u.Refused != "" {
 		// Numbers no budget can use: said and journaled, never summed.
@@ -55,8 +55,8 @@ func (e *engine) addKnown(u agent.Usage) {
 		e.say("usage reported by an agent was refused: %s", dag.OneLine(u.Refused, 200))
 	}
 	u.Refused = ""
-	e.usage = e.usage.Plus(u)
-	e.usage.Known = false
+	e.book.Usage = e.book.Usage.Plus(u)
+	e.book.Usage.Known = false
 }
 
 // usageFields writes an attempt's usage into its journal event (an
@@ -81,10 +81,10 @@ func (e *engine) usageFields(ev *journal.Event, r taskResult) journal.AtomFinish
 // the process trees of the attempts in flight.
 func (e *engine) checkpointData() journal.CheckpointData {
 	d := journal.CheckpointData{
-		InputTokens:  journal.Ref(journal.Count(e.usage.InputTokens)),
-		OutputTokens: journal.Count(e.usage.OutputTokens),
-		CostUSD:      e.usage.CostUSD,
-		UsageUnknown: journal.Count(e.unknown),
+		InputTokens:  journal.Ref(journal.Count(e.book.Usage.InputTokens)),
+		OutputTokens: journal.Count(e.book.Usage.OutputTokens),
+		CostUSD:      e.book.Usage.CostUSD,
+		UsageUnknown: journal.Count(e.book.Unknown),
 	}
 	if trees := e.liveTrees(); len(trees) > 0 {
 		d.Processes = trees
@@ -109,12 +109,12 @@ func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) error {
 	}
 	if cp != nil {
 		d := journal.DataOf[journal.CheckpointData](*cp)
-		e.usage = agent.Usage{
+		e.book.Usage = agent.Usage{
 			InputTokens:  int64(*d.InputTokens),
 			OutputTokens: int64(d.OutputTokens),
 			CostUSD:      agent.AddCost(0, d.CostUSD),
 		}
-		e.unknown = int(d.UsageUnknown)
+		e.book.Unknown = int(d.UsageUnknown)
 	}
 	for _, ev := range after {
 		if ev.Type != journal.AtomFinish || ev.IsReplayed() {
@@ -122,14 +122,14 @@ func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) error {
 		}
 		d := journal.DataOf[journal.AtomFinishData](ev)
 		if d.UsageUnknown {
-			e.unknown++
+			e.book.Unknown++
 		}
 		in, out := d.Tokens()
 		u := agent.Usage{InputTokens: in, OutputTokens: out, CostUSD: ev.CostUSD}
 		if u.Tokens() == 0 {
 			u.InputTokens = ev.Tokens // only the total was journaled
 		}
-		e.usage = e.usage.Plus(u)
+		e.book.Usage = e.book.Usage.Plus(u)
 	}
 	return nil
 }
@@ -154,12 +154,12 @@ func (e *engine) usageLimit(atom string, res agent.Result) {
 		stop(" until " + at.Format(time.RFC3339) + " (--no-wait); aot run after that resumes it")
 		return
 	}
-	if d := e.wallTime(); d > 0 && at.After(e.start.Add(d)) {
+	if d := e.wallTime(); d > 0 && at.After(e.book.Start.Add(d)) {
 		stop(" until " + at.Format(time.RFC3339) + ", after this run's max_wall_time; aot run after that resumes it")
 		return
 	}
-	if at.After(e.quotaUntil) {
-		e.quotaUntil = at
+	if at.After(e.book.QuotaUntil) {
+		e.book.QuotaUntil = at
 		e.event(journal.Event{Atom: atom, Reason: "the agent's usage limit resets at " + at.Format(time.RFC3339)}.With(journal.QuotaWaitData{Until: at.Format(time.RFC3339)}))
 		e.say("usage limit: waiting until %s, then the loop goes on (aot stop ends it now)", at.Local().Format(time.TimeOnly))
 		e.dirty = true
@@ -171,12 +171,12 @@ func (e *engine) usageLimit(atom string, res agent.Result) {
 
 // quotaResumed notes the end of a quota wait.
 func (e *engine) quotaResumed() {
-	if e.quotaUntil.IsZero() || e.now().Before(e.quotaUntil) {
+	if e.book.QuotaUntil.IsZero() || e.now().Before(e.book.QuotaUntil) {
 		return
 	}
 	e.event(journal.Event{Type: journal.QuotaResume, Reason: "the agent's usage limit has reset"})
 	e.say("usage limit reset: going on")
-	e.quotaUntil = time.Time{}
+	e.book.QuotaUntil = time.Time{}
 }
 
 // wallTime is max_wall_time, 0 when there is none.
