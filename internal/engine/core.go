@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
@@ -19,11 +18,16 @@ import (
 // coroutine at a time), and so do the Host's methods it calls back.
 type Core struct {
 	e *engine
-	h Host
 }
 
-// Host carries out a Core's effects. Start and Cancel return at once;
-// Drain, Checks and RunAgent block until done.
+// Host carries out the engine's effects for its driver: a local run
+// (Run) starts agents on goroutines, journals and writes the state file;
+// the Temporal workflow (package durable) turns each effect into an
+// activity or a workflow event. So both make the same decisions from one
+// copy of the code, and the decisions themselves are deterministic: their
+// clock is Now, and nothing in them depends on the order of a map. Start
+// and Cancel return at once; Drain, Checks and RunAgent block until done
+// or until ctx ends. The engine calls a Host from one goroutine at a time.
 type Host interface {
 	// Now is the driver's clock (workflow.Now in a workflow).
 	Now() time.Time
@@ -33,18 +37,26 @@ type Host interface {
 	Say(line string)
 	// Start begins an attempt; the driver reports its end with
 	// Core.Finish.
-	Start(a Attempt)
+	Start(ctx context.Context, a Attempt)
 	// Cancel cancels an attempt in flight; its result is discarded (the
 	// driver still reports its end with Core.Finish).
 	Cancel(id int)
 	// Drain waits, bounded, for the cancelled attempts, reporting each
 	// end with Core.Finish.
-	Drain()
+	Drain(ctx context.Context)
 	// Checks runs the base case on the merged work, with the judge when
 	// judges is set.
-	Checks(judges bool) (verify.Report, error)
+	Checks(ctx context.Context, judges bool) (verify.Report, error)
 	// RunAgent runs one agent to its end (the base case's planner).
-	RunAgent(t agent.Task) (agent.Result, error, time.Duration)
+	RunAgent(ctx context.Context, t agent.Task) (agent.Result, error, time.Duration)
+	// Sync makes the events recorded so far durable.
+	Sync() error
+	// Flush makes the state durable where other processes read it (a
+	// local run writes the state file); it runs before a verification.
+	Flush() error
+	// ShowPause shows the pause in force (nil: none) to other processes;
+	// an error refuses the pause.
+	ShowPause(p *PauseInfo) error
 }
 
 // Attempt is one agent run the Core decided.
@@ -92,14 +104,14 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 		Settings:     o.Settings,
 		RetryBackoff: o.RetryBackoff, MaxBackoff: o.MaxBackoff,
 		Workdir: o.Workdir, StateFile: o.StateFile, Agents: o.Agents,
-		Now: h.Now, Progress: sayTo{h}, Heartbeat: time.Hour,
+		Now: h.Now, Heartbeat: time.Hour,
 	}
 	if opts.AgentTimeout <= 0 {
 		opts.AgentTimeout = DefaultAgentTimeout
 	}
 	e := newEngine(opts)
-	c := &Core{e: e, h: h}
-	e.fx = hosted{c}
+	c := &Core{e: e}
+	e.host = h
 	e.s = s
 	if cy := o.Carry; cy != nil {
 		e.book = *cy
@@ -289,39 +301,6 @@ func (c *Core) Dirty() bool { return c.e.dirty }
 // MarkClean notes that the driver has shown the state as it is.
 func (c *Core) MarkClean() { c.e.dirty = false }
 
-// hosted is a Core's effects, carried out by its Host.
-type hosted struct{ c *Core }
-
-func (x hosted) start(_ context.Context, t *task, in agent.Task) {
-	h, id := x.c.h, t.id
-	t.cancel = func() { h.Cancel(id) }
-	h.Start(Attempt{ID: t.id, Atom: t.atom, Role: t.role, N: t.attempt, Task: in, Started: t.start})
-}
-func (x hosted) drain() { x.c.h.Drain() }
-func (x hosted) checks(_ context.Context, judges bool) (verify.Report, error) {
-	return x.c.h.Checks(judges)
-}
-func (x hosted) runAgent(_ context.Context, in agent.Task) (agent.Result, error, time.Duration) {
-	return x.c.h.RunAgent(in)
-}
-func (x hosted) event(ev journal.Event) {
-	if ev.Time.IsZero() {
-		ev.Time = x.c.h.Now()
-	}
-	x.c.h.Event(ev)
-}
-func (hosted) flush() error                 { return nil }
-func (hosted) sync() error                  { return nil }
-func (hosted) pauseMarker(*PauseInfo) error { return nil }
-
-// sayTo hands progress lines to a Host.
-type sayTo struct{ h Host }
-
-func (s sayTo) Write(p []byte) (int, error) {
-	s.h.Say(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // CheckReport is a verification's result with what its judge did.
 type CheckReport struct {
 	Report  verify.Report   `json:"report"`
@@ -344,35 +323,19 @@ func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent a
 	if checkTimeout <= 0 {
 		checkTimeout = verify.DefaultTimeout
 	}
-	e := newEngine(Options{Agent: judgeAgent, Workdir: dir, Settings: Settings{AgentTimeout: agentTimeout, CheckTimeout: checkTimeout}})
-	e.s = s
-	col := &collected{}
-	e.fx = col
+	var events []journal.Event
+	j := &judge{agent: judgeAgent, timeout: agentTimeout, dir: dir, objective: &s.Objective,
+		record: func(ev journal.Event) {
+			if ev.Time.IsZero() {
+				ev.Time = time.Now()
+			}
+			events = append(events, ev)
+		},
+		say: func(string, ...any) {}}
 	opts := verify.Options{Dir: dir, Timeout: checkTimeout}
 	if judgeAgent != nil {
-		opts.Judge = &judge{e: e}
+		opts.Judge = j
 	}
-	rep, err := e.baseCase(ctx, opts)
-	return CheckReport{Report: rep, Events: col.events, Usage: e.book.Usage, Unknown: e.book.Unknown}, err
+	rep, err := baseCase(ctx, s.Objective.BaseCase, opts)
+	return CheckReport{Report: rep, Events: events, Usage: j.usage, Unknown: j.unknown}, err
 }
-
-// collected keeps the events of a verification run away from a loop.
-type collected struct{ events []journal.Event }
-
-func (c *collected) start(context.Context, *task, agent.Task) {}
-func (c *collected) drain()                                   {}
-func (c *collected) checks(context.Context, bool) (verify.Report, error) {
-	return verify.Report{}, nil
-}
-func (c *collected) runAgent(context.Context, agent.Task) (agent.Result, error, time.Duration) {
-	return agent.Result{}, nil, 0
-}
-func (c *collected) event(ev journal.Event) {
-	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-	}
-	c.events = append(c.events, ev)
-}
-func (c *collected) flush() error                 { return nil }
-func (c *collected) sync() error                  { return nil }
-func (c *collected) pauseMarker(*PauseInfo) error { return nil }

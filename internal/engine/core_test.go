@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -31,17 +32,17 @@ func (h *script) Now() time.Time { return h.now }
 func (h *script) Event(ev journal.Event) {
 	h.events = append(h.events, fmt.Sprintf("%s %s %s %d", ev.Type, ev.Role, ev.Atom, ev.Attempt))
 }
-func (h *script) Say(string)      {}
-func (h *script) Start(a Attempt) { h.queue = append(h.queue, a); h.started++ }
-func (h *script) Cancel(id int)   {}
-func (h *script) Drain() {
+func (h *script) Say(string)                         {}
+func (h *script) Start(_ context.Context, a Attempt) { h.queue = append(h.queue, a); h.started++ }
+func (h *script) Cancel(id int)                      {}
+func (h *script) Drain(context.Context) {
 	for len(h.queue) > 0 {
 		a := h.queue[0]
 		h.queue = h.queue[1:]
 		h.c.Finish(a.ID, Finished{Err: &agent.AttemptError{Kind: agent.KindCancelled, Reason: "cancelled"}})
 	}
 }
-func (h *script) Checks(bool) (verify.Report, error) {
+func (h *script) Checks(context.Context, bool) (verify.Report, error) {
 	h.checks++
 	for _, a := range h.c.State().Atoms {
 		if a.Status != state.StatusResolved {
@@ -50,9 +51,12 @@ func (h *script) Checks(bool) (verify.Report, error) {
 	}
 	return verify.Report{Passed: true}, nil
 }
-func (h *script) RunAgent(agent.Task) (agent.Result, error, time.Duration) {
+func (h *script) RunAgent(context.Context, agent.Task) (agent.Result, error, time.Duration) {
 	return agent.Result{}, nil, time.Second
 }
+func (h *script) Sync() error                { return nil }
+func (h *script) Flush() error               { return nil }
+func (h *script) ShowPause(*PauseInfo) error { return nil }
 
 // step finishes the oldest attempt in flight.
 func (h *script) step() {

@@ -104,7 +104,6 @@ type task struct {
 	atom      string
 	attempt   int
 	start     time.Time
-	cancel    context.CancelFunc
 	discarded bool // killed by a stop, a redirect or a speculative winner: its result is ignored
 	// merging: its agent has finished and its work waits for its merge
 	// (a driver that merges apart from the attempt says so, Core.Merging):
@@ -127,7 +126,7 @@ type engine struct {
 	// book is what the engine keeps beyond the state, handed whole to the
 	// next engine of the loop (Core.Carry).
 	book    Carry
-	fx      effects // what touches the world: local, or a Core's host
+	host    Host // what touches the world: a local run's, or a Core's driver's
 	denied  perTask[agent.Denial]
 	retried perTask[string] // the model calls each task's CLI retried
 	// claims are the files each resolved atom's worker named, beside the
@@ -216,7 +215,8 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	defer lock.Release()
 
 	e := newEngine(opts)
-	e.fx = local{e}
+	lh := &localHost{e: e, cancels: map[int]context.CancelFunc{}}
+	e.host = lh
 	e.store.Guard(func() error {
 		if e.stamp.fi != nil && !stampOf(opts.StateFile).equal(e.stamp) {
 			return errChangedBehind
@@ -229,7 +229,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 		}
 		return Outcome{}, err
 	}
-	out := e.loop(confine.With(ctx, opts.Guard))
+	out := e.loop(confine.With(ctx, opts.Guard), lh)
 	if err := e.finish(&out); err != nil {
 		return out, err
 	}
@@ -273,18 +273,15 @@ func (e *engine) event(ev journal.Event) {
 	if ev.Iteration == 0 {
 		ev.Iteration = e.s.Control.Iteration
 	}
-	e.fx.event(ev)
+	if ev.Time.IsZero() {
+		ev.Time = e.now()
+	}
+	e.host.Event(ev)
 }
 
 func (e *engine) say(format string, args ...any) {
-	if e.opts.Progress == nil {
-		return
-	}
 	el := e.now().Sub(e.book.Start).Round(time.Second)
-	line := fmt.Sprintf("[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...))
-	e.sayMu.Lock()
-	defer e.sayMu.Unlock()
-	io.WriteString(e.opts.Progress, line)
+	e.host.Say(fmt.Sprintf("[%02d:%02d] %s", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...)))
 }
 
 // activity shows a running agent's tool call as a progress line:
@@ -465,7 +462,7 @@ func (e *NotReadyError) Error() string {
 }
 
 // loop is the coordinator: schedule, wait, integrate, evaluate, until a bound.
-func (e *engine) loop(ctx context.Context) Outcome {
+func (e *engine) loop(ctx context.Context, lh *localHost) Outcome {
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()
 	for {
@@ -485,11 +482,11 @@ func (e *engine) loop(ctx context.Context) Outcome {
 		}
 		select {
 		case r := <-e.results:
-			e.integrate(ctx, r)
+			e.integrate(ctx, lh.took(r))
 			for more := true; more; {
 				select {
 				case r := <-e.results:
-					e.integrate(ctx, r)
+					e.integrate(ctx, lh.took(r))
 				default:
 					more = false
 				}
@@ -795,7 +792,7 @@ func (e *engine) launch(ctx context.Context, id string) {
 	in := e.taskFor(a, role, t.attempt)
 	e.event(journal.Event{Type: journal.AtomStart, Atom: id, Role: string(role), Attempt: t.attempt})
 	e.say("%s %s started (attempt %d): %s", role, id, t.attempt, dag.OneLine(a.Description, 60))
-	e.fx.start(ctx, t, in)
+	e.host.Start(ctx, Attempt{ID: t.id, Atom: t.atom, Role: t.role, N: t.attempt, Task: in, Started: t.start})
 }
 
 // taskFor builds what an agent gets: the atom, the objective, and only the
@@ -902,7 +899,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	reason := failureReason(t.role, r)
 	ev := journal.Event{Type: journal.AtomFinish, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, OK: journal.Bool(ok),
 		DurationMS: r.dur.Milliseconds()}
-	d := e.usageFields(&ev, r)
+	d := usageFields(&ev, r)
 	if !ok {
 		ev.Reason = reason
 		d.Kind = failureKind(r)

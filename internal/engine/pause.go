@@ -115,7 +115,7 @@ func (e *engine) resume(reason string) error {
 	held := e.now().Sub(e.book.Paused.Since)
 	e.book.PausedFor += held
 	e.book.Paused = nil
-	if err := e.fx.pauseMarker(nil); err != nil {
+	if err := e.host.ShowPause(nil); err != nil {
 		return err
 	}
 	e.event(journal.Event{Reason: reason}.With(journal.ResumeData{PausedMS: held.Milliseconds()}))
@@ -131,7 +131,7 @@ func (e *engine) killRunning(why string) {
 	}
 }
 
-func (e *engine) writePause() error { return e.fx.pauseMarker(e.book.Paused) }
+func (e *engine) writePause() error { return e.host.ShowPause(e.book.Paused) }
 
 // writePause records p where aot status and the server see it.
 func writePause(stateFile string, p *PauseInfo) error {

@@ -260,10 +260,10 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 		return false, e.book.VerifyFails, nil
 	}
 	e.say("verifying the base case")
-	if err := e.fx.flush(); err != nil {
+	if err := e.host.Flush(); err != nil {
 		return false, nil, err
 	}
-	rep, err := e.fx.checks(ctx, judges)
+	rep, err := e.host.Checks(ctx, judges)
 	if e.stop != nil || ctx.Err() != nil {
 		if e.stop == nil {
 			r := interruption(ctx)
@@ -368,10 +368,10 @@ func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
 		Failures:  failures,
 	}
 	e.event(journal.Event{Type: journal.AtomStart, Atom: "base_case", Role: string(agent.Planner)})
-	res, err, dur := e.fx.runAgent(ctx, t)
+	res, err, dur := e.host.RunAgent(ctx, t)
 	e.addUsage(res.Usage, err)
 	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Planner), OK: journal.Bool(err == nil), DurationMS: dur.Milliseconds()}
-	e.usageFields(&ev, taskResult{res: res, err: err})
+	usageFields(&ev, taskResult{res: res, err: err})
 	if err != nil {
 		ev.Reason = err.Error()
 		e.event(ev)
@@ -440,7 +440,7 @@ func (e *engine) kill(id int, why string) {
 		return
 	}
 	t.discarded = true
-	t.cancel()
+	e.host.Cancel(t.id)
 	if a := e.ix.Atom(t.atom); a != nil && a.Status == state.StatusInProgress {
 		a.Status = state.StatusPending
 		e.dirty = true
@@ -457,7 +457,7 @@ func (e *engine) killAll(why string) {
 		e.kill(id, why)
 	}
 	if len(e.tasks) > 0 {
-		e.fx.drain()
+		e.host.Drain(context.Background())
 	}
 }
 
@@ -471,7 +471,7 @@ func (e *engine) taskIDs() []int {
 	return ids
 }
 
-func (e *engine) syncJournal() error { return e.fx.sync() }
+func (e *engine) syncJournal() error { return e.host.Sync() }
 
 // fileStamp identifies a version of the state file cheaply: the same file
 // (inode), size and modification time.

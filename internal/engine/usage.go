@@ -34,35 +34,38 @@ func attemptUsage(res agent.Result, err error) agent.Usage {
 
 // addUsage adds an attempt's usage to the loop's totals.
 func (e *engine) addUsage(u agent.Usage, err error) {
-	if err != nil {
-		var ae *agent.AttemptError
-		if errors.As(err, &ae) {
-			u = ae.Usage
-		} else {
-			u = agent.Usage{}
-		}
-	}
-	e.addKnown(u)
+	e.addKnown(attemptUsage(agent.Result{Usage: u}, err))
 }
 
 func (e *engine) addKnown(u agent.Usage) {
-	if !u.Known {
-		e.book.Unknown++
-	}
-	if u.Refused != "" {
+	if refused := tally(&e.book.Usage, &e.book.Unknown, u); refused != "" {
 		// Numbers no budget can use: said and journaled, never summed.
-		e.event(journal.Event{Reason: u.Refused}.With(journal.UsageRefusedData{Refused: strings.Split(u.Refused, "; ")}))
-		e.say("usage reported by an agent was refused: %s", dag.OneLine(u.Refused, 200))
+		e.event(usageRefused(refused))
+		e.say("usage reported by an agent was refused: %s", dag.OneLine(refused, 200))
 	}
-	u.Refused = ""
-	e.book.Usage = e.book.Usage.Plus(u)
-	e.book.Usage.Known = false
+}
+
+// tally adds u to a total and to its count of attempts that reported
+// nothing; it returns the numbers it refused to sum ("" when none).
+func tally(total *agent.Usage, unknown *int, u agent.Usage) (refused string) {
+	if !u.Known {
+		*unknown++
+	}
+	refused, u.Refused = u.Refused, ""
+	*total = total.Plus(u)
+	total.Known = false
+	return refused
+}
+
+// usageRefused is the event of usage numbers no budget can use.
+func usageRefused(refused string) journal.Event {
+	return journal.Event{Reason: refused}.With(journal.UsageRefusedData{Refused: strings.Split(refused, "; ")})
 }
 
 // usageFields writes an attempt's usage into its journal event (an
 // atom_finish): the totals on the event, the tokens (or that the agent
 // reported none) in the data it returns, which the caller completes.
-func (e *engine) usageFields(ev *journal.Event, r taskResult) journal.AtomFinishData {
+func usageFields(ev *journal.Event, r taskResult) journal.AtomFinishData {
 	u := attemptUsage(r.res, r.err)
 	ev.Tokens = u.Tokens()
 	ev.CostUSD = agent.AddCost(0, u.CostUSD)

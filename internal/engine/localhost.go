@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/proc"
+	"github.com/aot-loop/aot/internal/verify"
+)
+
+// localHost is a local run's Host: agents on goroutines in this process,
+// the journal and the state file on disk.
+type localHost struct {
+	e       *engine
+	cancels map[int]context.CancelFunc // by attempt id, until its result is taken
+}
+
+func (l *localHost) Now() time.Time { return l.e.opts.Now() }
+
+func (l *localHost) Event(ev journal.Event) { _ = l.e.jr.Append(ev) }
+
+// Say writes a line to Options.Progress; attempts' goroutines say too.
+func (l *localHost) Say(line string) {
+	if l.e.opts.Progress == nil {
+		return
+	}
+	l.e.sayMu.Lock()
+	defer l.e.sayMu.Unlock()
+	io.WriteString(l.e.opts.Progress, line+"\n")
+}
+
+func (l *localHost) Start(ctx context.Context, a Attempt) {
+	e := l.e
+	tctx, cancel := context.WithTimeout(ctx, e.opts.AgentTimeout)
+	l.cancels[a.ID] = cancel
+	tid, id, attempt, role, in := a.ID, a.Atom, a.N, a.Role, a.Task
+	tctx = agent.WithStart(tctx, func(tr proc.Tree) { e.started(tid, id, attempt, tr) })
+	tctx = agent.WithActivity(tctx, func(act agent.Activity) { e.activity(tid, id, role, act) })
+	// Read here, on the coordinator's goroutine, for the attempt's own.
+	expect := expectsChanges(e.ix.Atom(id))
+	go func() {
+		start := time.Now()
+		var res agent.Result
+		var err error
+		var tm *taskMerge
+		var touched *[]string
+		switch {
+		case e.iso != nil && role == agent.Worker:
+			tm = &taskMerge{expect: expect}
+			res, err = e.isolatedRun(tctx, tid, in, tm)
+		case role == agent.Worker && e.serial:
+			touched = e.measureRoot(in.Workdir, func() { res, err = e.opts.Agent.Run(tctx, in) })
+		default:
+			res, err = e.opts.Agent.Run(tctx, in)
+		}
+		e.trees.remove(tid)
+		if err == nil && tctx.Err() != nil {
+			err = &agent.AttemptError{Reason: "cancelled; process group killed"}
+		}
+		cancel()
+		e.results <- taskResult{id: tid, res: res, err: err, dur: time.Since(start), iso: tm, touched: touched}
+	}()
+}
+
+func (l *localHost) Cancel(id int) {
+	if cancel := l.cancels[id]; cancel != nil {
+		cancel()
+	}
+}
+
+// took forgets the cancel function of an attempt whose result arrived.
+func (l *localHost) took(r taskResult) taskResult {
+	delete(l.cancels, r.id)
+	return r
+}
+
+func (l *localHost) Drain(ctx context.Context) {
+	e := l.e
+	deadline := time.After(10 * time.Second)
+	for len(e.tasks) > 0 {
+		select {
+		case r := <-e.results:
+			e.integrate(ctx, l.took(r))
+		case <-deadline:
+			return
+		}
+	}
+}
+
+func (l *localHost) Checks(ctx context.Context, judges bool) (verify.Report, error) {
+	e := l.e
+	var rep verify.Report
+	var err error
+	opts := verify.Options{Dir: e.readDir(), Timeout: e.opts.CheckTimeout, Output: e.checkOutput}
+	var j *judge
+	if judges {
+		j = &judge{agent: e.opts.Agent, timeout: e.opts.AgentTimeout, dir: e.readDir(), stateFile: e.opts.StateFile,
+			objective: &e.s.Objective, confirmFn: e.opts.Confirm, record: e.event, say: e.say}
+		opts.Judge = j
+	}
+	e.stoppable(ctx, func(vctx context.Context) {
+		rep, err = baseCase(vctx, e.s.Objective.BaseCase, opts)
+	})
+	if j != nil {
+		j.usage.Known = true
+		e.addKnown(j.usage)
+		e.book.Unknown += j.unknown
+	}
+	return rep, err
+}
+
+func (l *localHost) RunAgent(ctx context.Context, in agent.Task) (agent.Result, error, time.Duration) {
+	e := l.e
+	start := time.Now()
+	var res agent.Result
+	var err error
+	e.stoppable(ctx, func(sctx context.Context) {
+		tctx, cancel := context.WithTimeout(sctx, e.opts.AgentTimeout)
+		defer cancel()
+		res, err = e.opts.Agent.Run(tctx, in)
+	})
+	return res, err, time.Since(start)
+}
+
+func (l *localHost) Sync() error  { return l.e.jr.Sync() }
+func (l *localHost) Flush() error { return l.e.flush() }
+
+func (l *localHost) ShowPause(p *PauseInfo) error {
+	if p == nil {
+		return removePause(l.e.opts.StateFile)
+	}
+	return writePause(l.e.opts.StateFile, p)
+}
