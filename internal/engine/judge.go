@@ -442,3 +442,42 @@ func (s scopeFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	return kept, err
 }
+
+// checkJSON is the check a judge gets, in the state file's own field names.
+func checkJSON(c *state.Check) map[string]any {
+	if c == nil {
+		return nil
+	}
+	m := map[string]any{"type": c.Type}
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set("value", c.Value)
+	set("criteria", c.Criteria)
+	set("scope", c.Scope)
+	set("timeout", c.Timeout)
+	if c.PassThreshold != nil {
+		m["pass_threshold"] = *c.PassThreshold
+	}
+	if len(c.Rubric) > 0 {
+		var rubric []map[string]any
+		for _, r := range c.Rubric {
+			item := map[string]any{"criterion": r.Criterion}
+			if r.Description != "" {
+				item["description"] = r.Description
+			}
+			if r.Weight != 0 {
+				item["weight"] = r.Weight
+			}
+			for _, l := range r.Levels {
+				levels, _ := item["levels"].([]map[string]any)
+				item["levels"] = append(levels, map[string]any{"score": l.Score, "text": l.Text})
+			}
+			rubric = append(rubric, item)
+		}
+		m["rubric"] = rubric
+	}
+	return m
+}

@@ -262,3 +262,51 @@ func (e *engine) repairSweep() bool {
 	}
 	return true
 }
+
+// endIteration evaluates a sweep or a verification round: fewer unresolved
+// atoms than when it began is progress; the same count is a stall; more,
+// because the graph was expanded, is tolerated max_stall_count times in a
+// row and then counts as a stall.
+func (e *engine) endIteration() string {
+	c := &e.s.Control
+	c.Iteration++
+	u := e.unresolvedCount()
+	prev := e.book.SweepStart
+	max := e.s.Objective.Constraints.MaxStallCount
+	kind := "progress"
+	switch {
+	case u < prev:
+		c.StallCount = 0
+		e.book.Expands = 0
+	case u > prev && e.expanded:
+		e.book.Expands++
+		kind = "expansion"
+		if max > 0 && e.book.Expands > max {
+			c.StallCount++
+			kind = "stall"
+		}
+	case len(e.book.Attempted) > 0 && !e.book.SweepReported:
+		// Only crashes, timeouts or garbage: they say nothing about whether
+		// the work can be done, and are bounded per atom by
+		// max_attempts_per_atom.
+		kind = "retry"
+	default:
+		c.StallCount++
+		e.book.Expands = 0
+		kind = "stall"
+	}
+	c.PrevPendingCount = u
+	e.expanded = false
+	e.dirty = true
+	data := journal.IterationData{Unresolved: journal.Ref(u), UnresolvedBefore: journal.Ref(prev), StallCount: c.StallCount, Attempted: journal.Ref(len(e.book.Attempted))}
+	if e.repairSweep() {
+		e.book.Repairs++
+		data.Repair = true
+	}
+	e.event(journal.Event{Iteration: c.Iteration, Reason: kind}.With(data))
+	if kind == "stall" {
+		e.event(journal.Event{Iteration: c.Iteration}.With(journal.StallData{StallCount: c.StallCount, Unresolved: u}))
+		e.say("iteration %d: no progress (stall %d of %d)", c.Iteration, c.StallCount, max)
+	}
+	return kind
+}

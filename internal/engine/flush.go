@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
+)
+
+// fileStamp identifies a version of the state file cheaply: the same file
+// (inode), size and modification time.
+type fileStamp struct {
+	fi os.FileInfo
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{fi: fi}
+}
+
+func (a fileStamp) equal(b fileStamp) bool {
+	if a.fi == nil || b.fi == nil {
+		return a.fi == nil && b.fi == nil
+	}
+	return os.SameFile(a.fi, b.fi) && a.fi.Size() == b.fi.Size() && a.fi.ModTime().Equal(b.fi.ModTime())
+}
+
+// errChangedBehind aborts a write when the state file changed since the
+// engine last looked: the change is handled first.
+var errChangedBehind = errors.New("the state file changed behind the engine's back")
+
+// flush syncs the journal, then writes the in-memory state to the file under
+// the store's lock. A stop requested in the file meanwhile is kept and
+// honoured.
+func (e *engine) flush() error {
+	if !stampOf(e.opts.StateFile).equal(e.stamp) {
+		if err := e.external(); err != nil {
+			return err
+		}
+	}
+	if !e.dirty {
+		return nil
+	}
+	if err := e.jr.Sync(); err != nil {
+		return err
+	}
+	written := state.Clone(e.s)
+	_, err := e.store.UpdateBatch(func(fs *state.State) error {
+		if !stampOf(e.opts.StateFile).equal(e.stamp) {
+			return errChangedBehind // changed since the check above
+		}
+		if fs.Control.StopRequested && e.stop == nil {
+			r := nonBlank(deref(fs.Control.StopReason), "aot stop")
+			e.stop = &r
+		}
+		stopReq, stopReason := fs.Control.StopRequested, fs.Control.StopReason
+		state.CopyInto(fs, state.Clone(written))
+		if stopReq && e.s.Control.Status == state.ControlRunning {
+			fs.Control.StopRequested = true
+			fs.Control.StopReason = stopReason
+		}
+		return nil
+	})
+	if err != nil {
+		var pe *state.ParseError
+		if errors.Is(err, errChangedBehind) || errors.Is(err, state.ErrNotExist) || errors.As(err, &pe) {
+			// Deleted or broken between the check above and the write:
+			// handled like any change behind the engine's back.
+			e.stamp = fileStamp{}
+			return e.external()
+		}
+		return fmt.Errorf("write state: %w", err)
+	}
+	e.stamp = e.writtenStamp()
+	e.lastWritten = written
+	e.dirty = false
+	e.lastFlush = e.now()
+	e.event(journal.Event{}.With(e.checkpointData()))
+	return nil
+}

@@ -1,0 +1,391 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/brief"
+	"github.com/aot-loop/aot/internal/confine"
+	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/runlock"
+	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
+)
+
+// Run runs the loop of the state file until it halts. An error means the
+// run could not start or hit an I/O failure; a halt of the loop itself is an
+// Outcome with its Reason.
+func Run(ctx context.Context, opts Options) (Outcome, error) {
+	if opts.Agent == nil {
+		return Outcome{}, errors.New("no agent configured")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.AgentTimeout <= 0 {
+		opts.AgentTimeout = DefaultAgentTimeout
+	}
+	if opts.CheckTimeout <= 0 {
+		opts.CheckTimeout = verify.DefaultTimeout
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 100 * time.Millisecond
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = 500 * time.Millisecond
+	}
+	// Agents get the state file by an absolute path (task.state_file,
+	// AOT_STATE_FILE): they run in the project root, not where aot started.
+	if abs, err := filepath.Abs(opts.StateFile); err == nil {
+		opts.StateFile = abs
+	}
+	if opts.Workdir == "" {
+		opts.Workdir = ProjectRoot(opts.StateFile)
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 30 * time.Second
+	}
+	lock, err := runlock.Acquire(opts.StateFile)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer lock.Release()
+
+	e := newEngine(opts)
+	lh := &localHost{e: e, cancels: map[int]context.CancelFunc{}}
+	e.host = lh
+	e.store.Guard(func() error {
+		if e.stamp.fi != nil && !stampOf(opts.StateFile).equal(e.stamp) {
+			return errChangedBehind
+		}
+		return nil
+	})
+	if err := e.begin(); err != nil {
+		if e.jr != nil {
+			_ = e.jr.Close()
+		}
+		return Outcome{}, err
+	}
+	out := e.loop(confine.With(ctx, opts.Guard), lh)
+	if err := e.finish(&out); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// activity shows a running agent's tool call as a progress line:
+// "A3 Bash: go test ./...". It runs on the attempt's goroutine.
+func (e *engine) activity(id int, atom string, role agent.Role, a agent.Activity) {
+	who := atom
+	if role != agent.Worker {
+		who = atom + " (" + string(role) + ")"
+	}
+	if a.Refused {
+		e.denied.add(id, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: a.Why})
+		e.say("%s %s refused: %s", who, a.Tool, dag.OneLine(strings.TrimPrefix(a.Detail+": "+a.Why, ": "), 160))
+		return
+	}
+	if a.Retry {
+		e.retried.add(id, a.Detail)
+		e.say("%s: %s", who, dag.OneLine(a.Detail, 160))
+		return
+	}
+	if a.Tool == "" {
+		e.say("%s: %s", who, dag.OneLine(a.Detail, 100))
+		return
+	}
+	e.say("%s %s: %s", who, a.Tool, dag.OneLine(a.Detail, 100))
+}
+
+// heartbeat tells a person which atoms are running and for how long.
+func (e *engine) heartbeat() {
+	if e.opts.Progress == nil || len(e.tasks) == 0 || e.now().Sub(e.lastBeat) < e.opts.Heartbeat {
+		return
+	}
+	e.lastBeat = e.now()
+	list := make([]*task, 0, len(e.tasks))
+	for _, t := range e.tasks {
+		if !t.discarded {
+			list = append(list, t)
+		}
+	}
+	slices.SortFunc(list, func(a, b *task) int { return a.id - b.id })
+	parts := make([]string, 0, len(list))
+	for _, t := range list {
+		parts = append(parts, fmt.Sprintf("%s %s for %s", t.role, t.atom, e.now().Sub(t.start).Round(time.Second)))
+	}
+	e.say("running: %s", strings.Join(parts, ", "))
+}
+
+// begin reads the state, checks that it can run, recovers from a crash and
+// marks the loop running.
+func (e *engine) begin() error {
+	s, err := e.store.Read()
+	if err != nil {
+		return err
+	}
+	if missing := s.Missing(); len(missing) > 0 {
+		return &NotReadyError{Missing: missing}
+	}
+	// The loop's own name, written before anything is named after it.
+	if s, err = EnsureLoopID(e.store, s); err != nil {
+		return err
+	}
+	_, gone := os.Stat(journal.PathFor(e.opts.StateFile))
+	jr, err := journal.Open(journal.PathFor(e.opts.StateFile))
+	if err != nil {
+		return err
+	}
+	jr.OnLost = func(why string) { e.say("%s", why) }
+	e.jr = jr
+	e.s = s
+	if errors.Is(gone, os.ErrNotExist) && (s.Control.Iteration > 0 || s.Control.Status != state.ControlPending) {
+		// Deleted between runs: nothing holds it any more. Said, so that
+		// nobody takes the budgets' zero for the loop's spend.
+		why := fmt.Sprintf("no journal at %s although the loop has run (iteration %d): its spend so far is unknown, and the budgets count from 0", journal.PathFor(e.opts.StateFile), s.Control.Iteration)
+		e.event(journal.Event{Type: journal.JournalLost, Reason: why})
+		e.say("%s", why)
+	}
+	e.place = stampPlace(e.opts.StateFile)
+	// What the previous run journaled since its last write of the state
+	// file, read once: its agents still alive, its spend, its results.
+	// A journal that cannot be read is an error: a run that started from
+	// it would forget the loop's spend and the processes it must kill.
+	cp, after, err := journal.ReadFromCheckpoint(journal.PathFor(e.opts.StateFile))
+	if err != nil {
+		return fmt.Errorf("read the journal: %w", err)
+	}
+	e.killSurvivors(cp, after)
+	if e.isoCap, err = e.openIsolation(context.Background()); err != nil {
+		return err
+	}
+	if err := e.loadUsage(cp, after); err != nil {
+		return err
+	}
+	replayed := e.replay(after)
+	replayed += e.adoptMerges(context.Background())
+	e.startRun(&replayed)
+	e.clearPause()
+	e.applyBounds()
+	e.dirty = true
+	e.rebuild()
+	if err := e.flush(); err != nil {
+		return err
+	}
+	e.newSweep()
+	if e.serial {
+		e.say("running: %d atoms, %d unresolved, one worker at a time (up to %d when their declared scopes are disjoint)", len(s.Atoms), dag.Unresolved(s), e.parallel)
+	} else {
+		e.say("running: %d atoms, %d unresolved, up to %s at once", len(s.Atoms), dag.Unresolved(s), brief.Count(e.parallel, "agent"))
+	}
+	return nil
+}
+
+// loop is the coordinator: schedule, wait, integrate, evaluate, until a bound.
+func (e *engine) loop(ctx context.Context, lh *localHost) Outcome {
+	tick := time.NewTicker(e.opts.PollInterval)
+	defer tick.Stop()
+	for {
+		if out, done := e.bounds(); done {
+			return e.giveUp(ctx, out)
+		}
+		if e.reshape {
+			e.rebuild()
+		}
+		e.release()
+		e.schedule(ctx)
+		if len(e.tasks) == 0 && !e.waitingForTime() && e.book.Paused == nil {
+			if out, done := e.idle(ctx); done {
+				return out
+			}
+			continue
+		}
+		select {
+		case r := <-e.results:
+			e.integrate(ctx, lh.took(r))
+			for more := true; more; {
+				select {
+				case r := <-e.results:
+					e.integrate(ctx, lh.took(r))
+				default:
+					more = false
+				}
+			}
+			if e.checkSweep() {
+				if out, done := e.afterStall(ctx); done {
+					return e.giveUp(ctx, out)
+				}
+			}
+			// Refill the freed slots first, then make the batch durable:
+			// the fsync overlaps with the agents' work instead of delaying it.
+			out, done := e.bounds()
+			if !done {
+				if e.reshape {
+					e.rebuild()
+				}
+				e.schedule(ctx)
+			}
+			if err := e.syncJournal(); err != nil {
+				return e.failed(err)
+			}
+			if done {
+				return e.giveUp(ctx, out)
+			}
+		case <-tick.C:
+			if err := e.poll(ctx); err != nil {
+				return e.failed(err)
+			}
+			e.heartbeat()
+		case <-ctx.Done():
+			r := interruption(ctx)
+			e.stop = &r
+		}
+		if e.stop != nil {
+			return e.outcome(ManualStop, "manual stop: "+*e.stop)
+		}
+		if e.dirty && e.now().Sub(e.lastFlush) >= e.opts.FlushInterval {
+			if err := e.flush(); err != nil {
+				return e.failed(err)
+			}
+		}
+	}
+}
+
+// interruption names what interrupted the run: the signal when the CLI
+// cancelled with one as the cause.
+func interruption(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+		return "interrupted: " + c.Error()
+	}
+	return "interrupted (Ctrl-C or a signal)"
+}
+
+// stoppable runs a step that blocks the loop (verification, planning) with
+// a context that a stop request cancels, so aot stop works there too.
+func (e *engine) stoppable(ctx context.Context, fn func(context.Context)) {
+	sctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan string, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		e.watchStop(sctx, cancel, stopped)
+	}()
+	fn(sctx)
+	cancel()
+	<-watched
+	select {
+	case r := <-stopped:
+		e.stop = &r
+	default:
+	}
+}
+
+// watchStop cancels a blocking step when a stop is requested meanwhile.
+func (e *engine) watchStop(ctx context.Context, cancel context.CancelFunc, stopped chan<- string) {
+	t := time.NewTicker(e.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if s, err := e.store.Read(); err == nil && s.Control.StopRequested {
+				stopped <- nonBlank(deref(s.Control.StopReason), "aot stop")
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+func (e *engine) syncJournal() error { return e.host.Sync() }
+
+// poll looks for a stop in the state file and for redirect requests.
+func (e *engine) poll(ctx context.Context) error {
+	if !stampOf(e.opts.StateFile).equal(e.stamp) {
+		if err := e.external(); err != nil {
+			return err
+		}
+	}
+	if e.jr != nil {
+		if err := e.jr.Verify(); err != nil {
+			return err
+		}
+	}
+	reqs, err := pendingRequests(e.opts.StateFile)
+	if err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		if r.bad != nil {
+			answer(r, r.bad)
+			continue
+		}
+		if r.control != "" {
+			e.control(r)
+			continue
+		}
+		e.redirect(r)
+	}
+	return nil
+}
+
+// finish kills what still runs, records the stop in the state and the
+// journal, and writes both.
+func (e *engine) finish(out *Outcome) error {
+	if e.halt != nil && out.Reason == "" {
+		*out = e.outcome(e.halt.Reason, e.halt.Message)
+	}
+	e.killAll("the loop stopped: " + string(out.Reason))
+	if e.book.Paused != nil {
+		e.book.Paused = nil
+		_ = os.Remove(pausePath(e.opts.StateFile))
+	}
+	e.conclude(out, e.land(context.Background(), out))
+	err := e.flush()
+	if cerr := e.jr.Close(); err == nil {
+		err = cerr
+	}
+	e.say("halted: %s: %s", out.Reason, out.Message)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// replay re-applies worker results that reached the journal but not the
+// state file before a crash: every successful worker finish after the last
+// checkpoint whose atom is not resolved yet. It returns how many it applied.
+func (e *engine) replay(events []journal.Event) int {
+	n := 0
+	for _, ev := range events {
+		if ev.Type != journal.AtomFinish || ev.Role != string(agent.Worker) || ev.OK == nil || !*ev.OK {
+			continue
+		}
+		a := e.s.Atom(ev.Atom)
+		if a == nil || a.Status == state.StatusResolved {
+			continue
+		}
+		d := journal.DataOf[journal.AtomFinishData](ev)
+		a.Status = state.StatusResolved
+		var arts []string // none is nil, as the binding always had it
+		if len(d.Artifacts) > 0 {
+			arts = d.Artifacts
+		}
+		_ = dag.Bind(e.s, a.ID, nonBlank(d.Summary, "resolved by the worker"), arts)
+		e.event(journal.Event{Atom: a.ID, Role: ev.Role, OK: journal.Bool(true)}.With(d).Replayed())
+		n++
+	}
+	if n > 0 {
+		dag.ResolveParents(e.s)
+	}
+	return n
+}
