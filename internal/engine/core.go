@@ -104,14 +104,13 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 		Settings:     o.Settings,
 		RetryBackoff: o.RetryBackoff, MaxBackoff: o.MaxBackoff,
 		Workdir: o.Workdir, StateFile: o.StateFile, Agents: o.Agents,
-		Now: h.Now, Heartbeat: time.Hour,
+		Heartbeat: time.Hour,
 	}
 	if opts.AgentTimeout <= 0 {
 		opts.AgentTimeout = DefaultAgentTimeout
 	}
-	e := newEngine(opts)
+	e := newEngine(opts, h)
 	c := &Core{e: e}
-	e.host = h
 	e.s = s
 	if cy := o.Carry; cy != nil {
 		e.book = *cy
@@ -300,42 +299,3 @@ func (c *Core) Dirty() bool { return c.e.dirty }
 
 // MarkClean notes that the driver has shown the state as it is.
 func (c *Core) MarkClean() { c.e.dirty = false }
-
-// CheckReport is a verification's result with what its judge did.
-type CheckReport struct {
-	Report  verify.Report   `json:"report"`
-	Events  []journal.Event `json:"events,omitempty"` // the judge's rulings and confirmations
-	Usage   agent.Usage     `json:"usage"`            // the judge's spend
-	Unknown int             `json:"unknown,omitempty"`
-	// Logs are the judges' logs by file name, when the checks ran on
-	// another machine than the loop's (an aot worker hands them back).
-	Logs map[string]string `json:"logs,omitempty"`
-}
-
-// CheckBaseCase verifies s's base case in dir as a local run does, its
-// judged checks by judgeAgent (an agent in the judge role; nil: they count as
-// not passed, not judged). A driver whose checks run elsewhere (an aot
-// worker) calls it there and hands the report to its Core's Host.Checks.
-func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent agent.Agent, agentTimeout, checkTimeout time.Duration) (CheckReport, error) {
-	if agentTimeout <= 0 {
-		agentTimeout = DefaultAgentTimeout
-	}
-	if checkTimeout <= 0 {
-		checkTimeout = verify.DefaultTimeout
-	}
-	var events []journal.Event
-	j := &judge{agent: judgeAgent, timeout: agentTimeout, dir: dir, objective: &s.Objective,
-		record: func(ev journal.Event) {
-			if ev.Time.IsZero() {
-				ev.Time = time.Now()
-			}
-			events = append(events, ev)
-		},
-		say: func(string, ...any) {}}
-	opts := verify.Options{Dir: dir, Timeout: checkTimeout}
-	if judgeAgent != nil {
-		opts.Judge = j
-	}
-	rep, err := baseCase(ctx, s.Objective.BaseCase, opts)
-	return CheckReport{Report: rep, Events: events, Usage: j.usage, Unknown: j.unknown}, err
-}

@@ -55,7 +55,9 @@ type Options struct {
 	// its tree should the engine die and, if it says so, confines its
 	// writes; its status is journaled when the run starts.
 	Guard *confine.Guard
-	Now   func() time.Time
+	// Now is a local run's clock (default time.Now); the engine reads it
+	// through its Host.
+	Now func() time.Time
 }
 
 // DefaultAgentTimeout bounds one agent attempt when no timeout is given.
@@ -168,10 +170,7 @@ type engine struct {
 }
 
 // newEngine builds an engine with its defaults.
-func newEngine(opts Options) *engine {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+func newEngine(opts Options, h Host) *engine {
 	if opts.RetryBackoff <= 0 {
 		opts.RetryBackoff = DefaultRetryBackoff
 	}
@@ -179,6 +178,7 @@ func newEngine(opts Options) *engine {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
 	e := &engine{
+		host:        h,
 		opts:        opts,
 		store:       state.NewStore(opts.StateFile),
 		tasks:       map[int]*task{},
@@ -186,7 +186,7 @@ func newEngine(opts Options) *engine {
 		results:     make(chan taskResult, 64),
 		unattempted: map[string]bool{},
 		book: Carry{
-			Start: opts.Now(), VerifiedGen: -1, DepGen: -1,
+			Start: h.Now(), VerifiedGen: -1, DepGen: -1,
 			MaxParallel: opts.MaxParallel, MaxIterations: opts.MaxIterations,
 		},
 	}
@@ -198,7 +198,8 @@ func newEngine(opts Options) *engine {
 // file's .claude directory, else the state file's directory.
 func ProjectRoot(stateFile string) string { return state.ProjectRoot(stateFile) }
 
-func (e *engine) now() time.Time { return e.opts.Now() }
+// now is the driver's clock: the engine reads no other.
+func (e *engine) now() time.Time { return e.host.Now() }
 
 func (e *engine) event(ev journal.Event) {
 	if ev.Iteration == 0 {

@@ -481,3 +481,42 @@ func checkJSON(c *state.Check) map[string]any {
 	}
 	return m
 }
+
+// CheckReport is a verification's result with what its judge did.
+type CheckReport struct {
+	Report  verify.Report   `json:"report"`
+	Events  []journal.Event `json:"events,omitempty"` // the judge's rulings and confirmations
+	Usage   agent.Usage     `json:"usage"`            // the judge's spend
+	Unknown int             `json:"unknown,omitempty"`
+	// Logs are the judges' logs by file name, when the checks ran on
+	// another machine than the loop's (an aot worker hands them back).
+	Logs map[string]string `json:"logs,omitempty"`
+}
+
+// CheckBaseCase verifies s's base case in dir as a local run does, its
+// judged checks by judgeAgent (an agent in the judge role; nil: they count as
+// not passed, not judged). A driver whose checks run elsewhere (an aot
+// worker) calls it there and hands the report to its Core's Host.Checks.
+func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent agent.Agent, agentTimeout, checkTimeout time.Duration) (CheckReport, error) {
+	if agentTimeout <= 0 {
+		agentTimeout = DefaultAgentTimeout
+	}
+	if checkTimeout <= 0 {
+		checkTimeout = verify.DefaultTimeout
+	}
+	var events []journal.Event
+	j := &judge{agent: judgeAgent, timeout: agentTimeout, dir: dir, objective: &s.Objective,
+		record: func(ev journal.Event) {
+			if ev.Time.IsZero() {
+				ev.Time = time.Now()
+			}
+			events = append(events, ev)
+		},
+		say: func(string, ...any) {}}
+	opts := verify.Options{Dir: dir, Timeout: checkTimeout}
+	if judgeAgent != nil {
+		opts.Judge = j
+	}
+	rep, err := baseCase(ctx, s.Objective.BaseCase, opts)
+	return CheckReport{Report: rep, Events: events, Usage: j.usage, Unknown: j.unknown}, err
+}

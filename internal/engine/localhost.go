@@ -15,10 +15,11 @@ import (
 // the journal and the state file on disk.
 type localHost struct {
 	e       *engine
+	now     func() time.Time           // Options.Now
 	cancels map[int]context.CancelFunc // by attempt id, until its result is taken
 }
 
-func (l *localHost) Now() time.Time { return l.e.opts.Now() }
+func (l *localHost) Now() time.Time { return l.now() }
 
 func (l *localHost) Event(ev journal.Event) { _ = l.e.jr.Append(ev) }
 

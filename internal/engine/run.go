@@ -59,9 +59,9 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	}
 	defer lock.Release()
 
-	e := newEngine(opts)
-	lh := &localHost{e: e, cancels: map[int]context.CancelFunc{}}
-	e.host = lh
+	lh := &localHost{now: opts.Now, cancels: map[int]context.CancelFunc{}}
+	e := newEngine(opts, lh)
+	lh.e = e
 	e.store.Guard(func() error {
 		if e.stamp.fi != nil && !stampOf(opts.StateFile).equal(e.stamp) {
 			return errChangedBehind
