@@ -140,10 +140,10 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 		l.controls()
 		l.cancelled(ctx)
 		if out, done := c.Bounds(); done {
-			l.decide(func() { out = c.GiveUp(out) })
+			l.decide(func() { out = c.GiveUp(context.Background(), out) })
 			return l.finish(out), nil
 		}
-		c.Schedule()
+		c.Schedule(context.Background())
 		l.startMerge()
 		if !l.continuing && l.shouldContinue(ctx) {
 			l.continuing = true
@@ -155,7 +155,7 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 		if !l.continuing && c.Quiet() {
 			var out engine.Outcome
 			var done bool
-			l.decide(func() { out, done = c.Settle() })
+			l.decide(func() { out, done = c.Settle(context.Background()) })
 			if done {
 				return l.finish(out), nil
 			}
@@ -164,7 +164,7 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 		l.wait(ctx)
 		var out engine.Outcome
 		var done bool
-		l.decide(func() { out, done = c.AfterFinish() })
+		l.decide(func() { out, done = c.AfterFinish(context.Background()) })
 		if done {
 			return l.finish(out), nil
 		}
@@ -459,7 +459,7 @@ func (l *loop) done(t *attempt, f engine.Finished) {
 	if f.Branch == "" {
 		f.Branch = t.branch
 	}
-	l.decide(func() { l.core.Finish(t.ID, f) })
+	l.decide(func() { l.core.Finish(context.Background(), t.ID, f) })
 }
 
 // startMerge merges the successful attempts' branches: all those waiting

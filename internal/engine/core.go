@@ -78,6 +78,12 @@ type Finished struct {
 	// merge, or no isolation); Branch names the attempt's branch.
 	Merge  *workspace.Merge
 	Branch string
+	// Worktree and Dir are the attempt's worktree and the folder its agent
+	// ran in, when the driver made one for it (a local run's isolation).
+	Worktree, Dir string
+	// Touched are the files a worker attempt in the project root changed;
+	// nil when they were not measured.
+	Touched *[]string
 }
 
 // CoreOptions configure a Core, as Options configure Run.
@@ -141,16 +147,17 @@ func (c *Core) Bounds() (out Outcome, done bool) { return c.e.bounds() }
 
 // GiveUp is the last step before a stop on a bound: the base case is
 // checked, and a loop whose work is done completes instead.
-func (c *Core) GiveUp(out Outcome) Outcome { return c.e.giveUp(context.Background(), out) }
+func (c *Core) GiveUp(ctx context.Context, out Outcome) Outcome { return c.e.giveUp(ctx, out) }
 
 // Schedule starts attempts on the executable atoms while slots are free.
-func (c *Core) Schedule() {
+// ctx is what the attempts' Host.Start gets.
+func (c *Core) Schedule(ctx context.Context) {
 	e := c.e
 	if e.reshape {
 		e.rebuild()
 	}
 	e.release()
-	e.schedule(context.Background())
+	e.schedule(ctx)
 }
 
 // Merging says that attempt id's agent has finished and its work waits for
@@ -177,25 +184,25 @@ func (c *Core) Quiet() bool {
 
 // Settle runs when the loop is Quiet: the work is done (the base case is
 // verified, failing work reopened or planned), or the loop is stuck.
-func (c *Core) Settle() (Outcome, bool) { return c.e.idle(context.Background()) }
+func (c *Core) Settle(ctx context.Context) (Outcome, bool) { return c.e.idle(ctx) }
 
 // Finish integrates an attempt's end.
-func (c *Core) Finish(id int, f Finished) {
-	tr := taskResult{id: id, res: f.Result, err: f.Err, dur: f.Dur}
-	if f.Merge != nil {
-		tr.iso = &taskMerge{attempt: workspace.Attempt{Branch: f.Branch}, merge: f.Merge}
+func (c *Core) Finish(ctx context.Context, id int, f Finished) {
+	tr := taskResult{id: id, res: f.Result, err: f.Err, dur: f.Dur, touched: f.Touched}
+	if f.Merge != nil || f.Dir != "" {
+		tr.iso = &taskMerge{attempt: workspace.Attempt{Branch: f.Branch, Path: f.Worktree, Dir: f.Dir}, merge: f.Merge}
 	}
-	c.e.integrate(context.Background(), tr)
+	c.e.integrate(ctx, tr)
 }
 
 // AfterFinish ends a sweep when every executable atom has had its attempt,
 // and looks for the cause of a sweep without progress; done means the
 // loop ends with out.
-func (c *Core) AfterFinish() (Outcome, bool) {
+func (c *Core) AfterFinish(ctx context.Context) (Outcome, bool) {
 	e := c.e
 	if e.checkSweep() {
-		if out, done := e.afterStall(context.Background()); done {
-			return e.giveUp(context.Background(), out), true
+		if out, done := e.afterStall(ctx); done {
+			return e.giveUp(ctx, out), true
 		}
 	}
 	return Outcome{}, false
@@ -298,4 +305,22 @@ func (c *Core) Spent(u agent.Usage, unknown int) {
 func (c *Core) Dirty() bool { return c.e.dirty }
 
 // MarkClean notes that the driver has shown the state as it is.
-func (c *Core) MarkClean() { c.e.dirty = false }
+func (c *Core) MarkClean() { c.e.dirty, c.e.urgent = false, false }
+
+// Urgent reports whether the graph's shape changed since MarkClean (an OR
+// switch, a decomposition, new atoms): a driver that shows the state now
+// and then shows it at once.
+func (c *Core) Urgent() bool { return c.e.urgent }
+
+// Stopped is the end of a loop asked to stop (Stop); ok is false when no
+// stop was asked for.
+func (c *Core) Stopped() (out Outcome, ok bool) {
+	if c.e.stop == nil {
+		return Outcome{}, false
+	}
+	return c.e.outcome(ManualStop, "manual stop: "+*c.e.stop), true
+}
+
+// Fail ends the loop on a failure of the machinery (an I/O error), at
+// once.
+func (c *Core) Fail(err error) Outcome { return c.e.failed(err) }

@@ -144,6 +144,7 @@ type engine struct {
 	sayMu       sync.Mutex      // progress lines come from attempts' goroutines too
 	dirty       bool
 	lastFlush   time.Time
+	urgent      bool // the graph's shape changed: show the state at once (Core.Urgent)
 	stamp       fileStamp
 	place       placeStamp   // the project folder the run started in (moved.go)
 	lastWritten *state.State // what the engine last wrote to the state file

@@ -113,7 +113,7 @@ func (e *engine) restore(why string, theirs []byte) error {
 	}
 	e.stamp = e.writtenStamp()
 	e.lastWritten = state.Clone(e.s)
-	e.dirty = false
+	e.dirty, e.urgent = false, false
 	e.lastFlush = e.now()
 	return nil
 }

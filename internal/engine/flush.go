@@ -78,7 +78,7 @@ func (e *engine) flush() error {
 	}
 	e.stamp = e.writtenStamp()
 	e.lastWritten = written
-	e.dirty = false
+	e.dirty, e.urgent = false, false
 	e.lastFlush = e.now()
 	e.event(journal.Event{}.With(e.checkpointData()))
 	return nil

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
@@ -14,9 +16,11 @@ import (
 // localHost is a local run's Host: agents on goroutines in this process,
 // the journal and the state file on disk.
 type localHost struct {
-	e       *engine
-	now     func() time.Time           // Options.Now
-	cancels map[int]context.CancelFunc // by attempt id, until its result is taken
+	e        *engine
+	c        *Core                      // the steps it drives e through
+	now      func() time.Time           // Options.Now
+	lastBeat time.Time                  // the last heartbeat
+	cancels  map[int]context.CancelFunc // by attempt id, until its result is taken
 }
 
 func (l *localHost) Now() time.Time { return l.now() }
@@ -72,10 +76,29 @@ func (l *localHost) Cancel(id int) {
 	}
 }
 
-// took forgets the cancel function of an attempt whose result arrived.
-func (l *localHost) took(r taskResult) taskResult {
+// took forgets the cancel function of an attempt whose result arrived,
+// and gives its end as Core.Finish takes it.
+func (l *localHost) took(r taskResult) Finished {
 	delete(l.cancels, r.id)
-	return r
+	f := Finished{Result: r.res, Err: r.err, Dur: r.dur, Touched: r.touched}
+	if tm := r.iso; tm != nil {
+		f.Merge, f.Branch, f.Worktree, f.Dir = tm.merge, tm.attempt.Branch, tm.attempt.Path, tm.attempt.Dir
+	}
+	return f
+}
+
+// heartbeat tells a person which atoms are running and for how long.
+func (l *localHost) heartbeat(c *Core) {
+	e := l.e
+	if e.opts.Progress == nil || c.InFlight() == 0 || l.Now().Sub(l.lastBeat) < e.opts.Heartbeat {
+		return
+	}
+	l.lastBeat = l.Now()
+	var parts []string
+	for _, a := range c.Running() {
+		parts = append(parts, fmt.Sprintf("%s %s for %s", a.Role, a.Atom, l.Now().Sub(a.Started).Round(time.Second)))
+	}
+	e.say("running: %s", strings.Join(parts, ", "))
 }
 
 func (l *localHost) Drain(ctx context.Context) {
@@ -84,7 +107,7 @@ func (l *localHost) Drain(ctx context.Context) {
 	for len(e.tasks) > 0 {
 		select {
 		case r := <-e.results:
-			e.integrate(ctx, l.took(r))
+			l.c.Finish(ctx, r.id, l.took(r))
 		case <-deadline:
 			return
 		}

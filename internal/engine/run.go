@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -61,7 +60,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 
 	lh := &localHost{now: opts.Now, cancels: map[int]context.CancelFunc{}}
 	e := newEngine(opts, lh)
-	lh.e = e
+	lh.e, lh.c = e, &Core{e: e}
 	e.store.Guard(func() error {
 		if e.stamp.fi != nil && !stampOf(opts.StateFile).equal(e.stamp) {
 			return errChangedBehind
@@ -74,7 +73,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 		}
 		return Outcome{}, err
 	}
-	out := e.loop(confine.With(ctx, opts.Guard), lh)
+	out := lh.loop(confine.With(ctx, opts.Guard))
 	if err := e.finish(&out); err != nil {
 		return out, err
 	}
@@ -103,26 +102,6 @@ func (e *engine) activity(id int, atom string, role agent.Role, a agent.Activity
 		return
 	}
 	e.say("%s %s: %s", who, a.Tool, dag.OneLine(a.Detail, 100))
-}
-
-// heartbeat tells a person which atoms are running and for how long.
-func (e *engine) heartbeat() {
-	if e.opts.Progress == nil || len(e.tasks) == 0 || e.now().Sub(e.lastBeat) < e.opts.Heartbeat {
-		return
-	}
-	e.lastBeat = e.now()
-	list := make([]*task, 0, len(e.tasks))
-	for _, t := range e.tasks {
-		if !t.discarded {
-			list = append(list, t)
-		}
-	}
-	slices.SortFunc(list, func(a, b *task) int { return a.id - b.id })
-	parts := make([]string, 0, len(list))
-	for _, t := range list {
-		parts = append(parts, fmt.Sprintf("%s %s for %s", t.role, t.atom, e.now().Sub(t.start).Round(time.Second)))
-	}
-	e.say("running: %s", strings.Join(parts, ", "))
 }
 
 // begin reads the state, checks that it can run, recovers from a crash and
@@ -190,70 +169,61 @@ func (e *engine) begin() error {
 }
 
 // loop is the coordinator: schedule, wait, integrate, evaluate, until a bound.
-func (e *engine) loop(ctx context.Context, lh *localHost) Outcome {
+func (lh *localHost) loop(ctx context.Context) Outcome {
+	e, c := lh.e, lh.c
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()
 	for {
-		if out, done := e.bounds(); done {
-			return e.giveUp(ctx, out)
+		if out, done := c.Bounds(); done {
+			return c.GiveUp(ctx, out)
 		}
-		if e.reshape {
-			e.rebuild()
-		}
-		e.release()
-		e.schedule(ctx)
-		if len(e.tasks) == 0 && !e.waitingForTime() && e.book.Paused == nil {
-			if out, done := e.idle(ctx); done {
+		c.Schedule(ctx)
+		if c.Quiet() {
+			if out, done := c.Settle(ctx); done {
 				return out
 			}
 			continue
 		}
 		select {
 		case r := <-e.results:
-			e.integrate(ctx, lh.took(r))
+			c.Finish(ctx, r.id, lh.took(r))
 			for more := true; more; {
 				select {
 				case r := <-e.results:
-					e.integrate(ctx, lh.took(r))
+					c.Finish(ctx, r.id, lh.took(r))
 				default:
 					more = false
 				}
 			}
-			if e.checkSweep() {
-				if out, done := e.afterStall(ctx); done {
-					return e.giveUp(ctx, out)
-				}
+			if out, done := c.AfterFinish(ctx); done {
+				return out
 			}
 			// Refill the freed slots first, then make the batch durable:
 			// the fsync overlaps with the agents' work instead of delaying it.
-			out, done := e.bounds()
+			out, done := c.Bounds()
 			if !done {
-				if e.reshape {
-					e.rebuild()
-				}
-				e.schedule(ctx)
+				c.Schedule(ctx)
 			}
-			if err := e.syncJournal(); err != nil {
-				return e.failed(err)
+			if err := lh.Sync(); err != nil {
+				return c.Fail(err)
 			}
 			if done {
-				return e.giveUp(ctx, out)
+				return c.GiveUp(ctx, out)
 			}
 		case <-tick.C:
 			if err := e.poll(ctx); err != nil {
-				return e.failed(err)
+				return c.Fail(err)
 			}
-			e.heartbeat()
+			lh.heartbeat(c)
 		case <-ctx.Done():
-			r := interruption(ctx)
-			e.stop = &r
+			c.Stop(interruption(ctx))
 		}
-		if e.stop != nil {
-			return e.outcome(ManualStop, "manual stop: "+*e.stop)
+		if out, stopped := c.Stopped(); stopped {
+			return out
 		}
-		if e.dirty && e.now().Sub(e.lastFlush) >= e.opts.FlushInterval {
-			if err := e.flush(); err != nil {
-				return e.failed(err)
+		if c.Dirty() && (c.Urgent() || lh.Now().Sub(e.lastFlush) >= e.opts.FlushInterval) {
+			if err := lh.Flush(); err != nil {
+				return c.Fail(err)
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/dag"
@@ -137,7 +136,7 @@ func (e *engine) taskFor(a *state.Atom, role agent.Role, attempt int) agent.Task
 // switch, a decomposition, new atoms.
 func (e *engine) structural() {
 	e.dirty = true
-	e.lastFlush = time.Time{}
+	e.urgent = true
 	e.reshape = true
 }
 
