@@ -1,12 +1,21 @@
-// Package engine is the loop's coordinator, in code: it runs agents on the
-// executable atoms of the work graph, integrates their results, backtracks,
-// decomposes, verifies the base case itself, and halts on a bound.
+// Package engine is the loop's coordinator: it decides which atoms run with
+// which role, how results and failures count, when to backtrack, decompose,
+// verify the base case and halt on a bound. It owns those decisions and the
+// bookkeeping behind them (Carry), and nothing else.
 //
-// The engine keeps the state in memory while it runs. Every transition is
+// The decisions are a kernel that touches no files, starts no goroutines
+// and reads no wall clock: what touches the world goes through a Host, and
+// a driver moves the loop on through Core's public steps (NewCore, Bounds,
+// Schedule, Finish, AfterFinish, Settle, GiveUp, Wake, End, and the
+// controls Stop, Pause, Resume, Redirect). Two drivers run the same
+// kernel: the local run (Run, in this package for now: run.go,
+// localhost.go, flush.go, external.go, isolation.go, processes.go and the
+// other files kernel_test.go lists) and the Temporal workflow in package
+// durable. The local run keeps the state in memory; every transition is
 // appended to the journal (its write-ahead log) and synced before the state
-// file is written; the state file follows at most FlushInterval behind and
-// on every stop. After a crash the next run replays the journal's results
-// since the last checkpoint, so no resolved atom is redone.
+// file is written, which follows at most FlushInterval behind and on every
+// stop. After a crash the next run replays the journal's results since the
+// last checkpoint, so no resolved atom is redone.
 package engine
 
 import (
