@@ -24,7 +24,6 @@ import (
 	"io"
 	"maps"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
@@ -135,38 +134,30 @@ type engine struct {
 	// claims are the files each resolved atom's worker named, beside the
 	// files its attempt changed (its binding's artifacts with isolation),
 	// for the base case's failures to point at (reopen).
-	claims  map[string][]string
-	opts    Options
-	store   *state.Store
-	jr      *journal.Journal
-	s       *state.State
-	tasks   map[int]*task
-	busy    map[string]int // atom -> running task id
-	results chan taskResult
-	nextID  int
+	claims map[string][]string
+	opts   Options
+	s      *state.State
+	tasks  map[int]*task
+	busy   map[string]int // atom -> running task id
+	nextID int
 
 	expanded bool // the work graph grew in this iteration
 
 	// Retries and sweeps (sweep.go).
 	unattempted map[string]bool // executable atoms without one yet
 	draining    bool            // a bound is reached: start nothing, let running agents finish
-	sayMu       sync.Mutex      // progress lines come from attempts' goroutines too
 	dirty       bool
-	lastFlush   time.Time
-	urgent      bool // the graph's shape changed: show the state at once (Core.Urgent)
-	stamp       fileStamp
-	place       placeStamp   // the project folder the run started in (moved.go)
-	lastWritten *state.State // what the engine last wrote to the state file
-	infra       bool         // the failure being recorded was a crash, timeout or garbage
-	stop        *string      // a stop was requested, with its reason
+	urgent      bool    // the graph's shape changed: show the state at once (Core.Urgent)
+	infra       bool    // the failure being recorded was a crash, timeout or garbage
+	stop        *string // a stop was requested, with its reason
 	parallel    int
 	maxIter     int
-	halt        *Outcome   // a stop decided inside a step (usage limit)
-	trees       treeSet    // process trees of the attempts in flight
-	iso         *isolation // nil: agents share the project root
-	isoCap      int        // the parallelism the isolation mode allows, 0 = no cap
-	serial      bool       // no isolation: workers one at a time unless their scopes are disjoint
-	lastBeat    time.Time
+	halt        *Outcome // a stop decided inside a step (usage limit)
+	isoCap      int      // the parallelism the isolation mode allows, 0 = no cap
+	// integration is where agents and checks read the merged work with
+	// isolated workers (the integration worktree); "": the project root.
+	integration string
+	serial      bool // no isolation: workers one at a time unless their scopes are disjoint
 	hold        bool // the driver starts nothing new for now (Core.Hold)
 
 	// Incremental view of the graph, so a transition costs the same at 10
@@ -190,10 +181,8 @@ func newEngine(opts Options, h Host) *engine {
 	e := &engine{
 		host:        h,
 		opts:        opts,
-		store:       state.NewStore(opts.StateFile),
 		tasks:       map[int]*task{},
 		busy:        map[string]int{},
-		results:     make(chan taskResult, 64),
 		unattempted: map[string]bool{},
 		book: Carry{
 			Start: h.Now(), VerifiedGen: -1, DepGen: -1,

@@ -37,21 +37,22 @@ var errChangedBehind = errors.New("the state file changed behind the engine's ba
 // flush syncs the journal, then writes the in-memory state to the file under
 // the store's lock. A stop requested in the file meanwhile is kept and
 // honoured.
-func (e *engine) flush() error {
-	if !stampOf(e.opts.StateFile).equal(e.stamp) {
-		if err := e.external(); err != nil {
+func (l *localHost) flush() error {
+	e := l.e
+	if !stampOf(e.opts.StateFile).equal(l.stamp) {
+		if err := l.external(); err != nil {
 			return err
 		}
 	}
 	if !e.dirty {
 		return nil
 	}
-	if err := e.jr.Sync(); err != nil {
+	if err := l.jr.Sync(); err != nil {
 		return err
 	}
 	written := state.Clone(e.s)
-	_, err := e.store.UpdateBatch(func(fs *state.State) error {
-		if !stampOf(e.opts.StateFile).equal(e.stamp) {
+	_, err := l.store.UpdateBatch(func(fs *state.State) error {
+		if !stampOf(e.opts.StateFile).equal(l.stamp) {
 			return errChangedBehind // changed since the check above
 		}
 		if fs.Control.StopRequested && e.stop == nil {
@@ -71,15 +72,15 @@ func (e *engine) flush() error {
 		if errors.Is(err, errChangedBehind) || errors.Is(err, state.ErrNotExist) || errors.As(err, &pe) {
 			// Deleted or broken between the check above and the write:
 			// handled like any change behind the engine's back.
-			e.stamp = fileStamp{}
-			return e.external()
+			l.stamp = fileStamp{}
+			return l.external()
 		}
 		return fmt.Errorf("write state: %w", err)
 	}
-	e.stamp = e.writtenStamp()
-	e.lastWritten = written
+	l.stamp = l.writtenStamp()
+	l.lastWritten = written
 	e.dirty, e.urgent = false, false
-	e.lastFlush = e.now()
-	e.event(journal.Event{}.With(e.checkpointData()))
+	l.lastFlush = e.now()
+	e.event(journal.Event{}.With(l.checkpointData()))
 	return nil
 }

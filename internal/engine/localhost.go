@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/proc"
+	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/verify"
 )
 
@@ -21,19 +23,30 @@ type localHost struct {
 	now      func() time.Time           // Options.Now
 	lastBeat time.Time                  // the last heartbeat
 	cancels  map[int]context.CancelFunc // by attempt id, until its result is taken
+
+	store       *state.Store
+	jr          *journal.Journal
+	results     chan taskResult // attempts' ends, from their goroutines
+	sayMu       sync.Mutex      // progress lines come from attempts' goroutines too
+	lastFlush   time.Time
+	stamp       fileStamp
+	place       placeStamp   // the project folder the run started in (moved.go)
+	lastWritten *state.State // what the run last wrote to the state file
+	trees       treeSet      // process trees of the attempts in flight
+	iso         *isolation   // nil: agents share the project root
 }
 
 func (l *localHost) Now() time.Time { return l.now() }
 
-func (l *localHost) Event(ev journal.Event) { _ = l.e.jr.Append(ev) }
+func (l *localHost) Event(ev journal.Event) { _ = l.jr.Append(ev) }
 
 // Say writes a line to Options.Progress; attempts' goroutines say too.
 func (l *localHost) Say(line string) {
 	if l.e.opts.Progress == nil {
 		return
 	}
-	l.e.sayMu.Lock()
-	defer l.e.sayMu.Unlock()
+	l.sayMu.Lock()
+	defer l.sayMu.Unlock()
 	io.WriteString(l.e.opts.Progress, line+"\n")
 }
 
@@ -42,8 +55,8 @@ func (l *localHost) Start(ctx context.Context, a Attempt) {
 	tctx, cancel := context.WithTimeout(ctx, e.opts.AgentTimeout)
 	l.cancels[a.ID] = cancel
 	tid, id, attempt, role, in := a.ID, a.Atom, a.N, a.Role, a.Task
-	tctx = agent.WithStart(tctx, func(tr proc.Tree) { e.started(tid, id, attempt, tr) })
-	tctx = agent.WithActivity(tctx, func(act agent.Activity) { e.activity(tid, id, role, act) })
+	tctx = agent.WithStart(tctx, func(tr proc.Tree) { l.started(tid, id, attempt, tr) })
+	tctx = agent.WithActivity(tctx, func(act agent.Activity) { l.activity(tid, id, role, act) })
 	// Read here, on the coordinator's goroutine, for the attempt's own.
 	expect := expectsChanges(e.ix.Atom(id))
 	go func() {
@@ -53,20 +66,20 @@ func (l *localHost) Start(ctx context.Context, a Attempt) {
 		var tm *taskMerge
 		var touched *[]string
 		switch {
-		case e.iso != nil && role == agent.Worker:
+		case l.iso != nil && role == agent.Worker:
 			tm = &taskMerge{expect: expect}
-			res, err = e.isolatedRun(tctx, tid, in, tm)
+			res, err = l.isolatedRun(tctx, tid, in, tm)
 		case role == agent.Worker && e.serial:
-			touched = e.measureRoot(in.Workdir, func() { res, err = e.opts.Agent.Run(tctx, in) })
+			touched = l.measureRoot(in.Workdir, func() { res, err = e.opts.Agent.Run(tctx, in) })
 		default:
 			res, err = e.opts.Agent.Run(tctx, in)
 		}
-		e.trees.remove(tid)
+		l.trees.remove(tid)
 		if err == nil && tctx.Err() != nil {
 			err = &agent.AttemptError{Reason: "cancelled; process group killed"}
 		}
 		cancel()
-		e.results <- taskResult{id: tid, res: res, err: err, dur: time.Since(start), iso: tm, touched: touched}
+		l.results <- taskResult{id: tid, res: res, err: err, dur: time.Since(start), iso: tm, touched: touched}
 	}()
 }
 
@@ -106,7 +119,7 @@ func (l *localHost) Drain(ctx context.Context) {
 	deadline := time.After(10 * time.Second)
 	for len(e.tasks) > 0 {
 		select {
-		case r := <-e.results:
+		case r := <-l.results:
 			l.c.Finish(ctx, r.id, l.took(r))
 		case <-deadline:
 			return
@@ -118,14 +131,14 @@ func (l *localHost) Checks(ctx context.Context, judges bool) (verify.Report, err
 	e := l.e
 	var rep verify.Report
 	var err error
-	opts := verify.Options{Dir: e.readDir(), Timeout: e.opts.CheckTimeout, Output: e.checkOutput}
+	opts := verify.Options{Dir: e.readDir(), Timeout: e.opts.CheckTimeout, Output: l.checkOutput}
 	var j *judge
 	if judges {
 		j = &judge{agent: e.opts.Agent, timeout: e.opts.AgentTimeout, dir: e.readDir(), stateFile: e.opts.StateFile,
 			objective: &e.s.Objective, confirmFn: e.opts.Confirm, record: e.event, say: e.say}
 		opts.Judge = j
 	}
-	e.stoppable(ctx, func(vctx context.Context) {
+	l.stoppable(ctx, func(vctx context.Context) {
 		rep, err = baseCase(vctx, e.s.Objective.BaseCase, opts)
 	})
 	if j != nil {
@@ -141,7 +154,7 @@ func (l *localHost) RunAgent(ctx context.Context, in agent.Task) (agent.Result, 
 	start := time.Now()
 	var res agent.Result
 	var err error
-	e.stoppable(ctx, func(sctx context.Context) {
+	l.stoppable(ctx, func(sctx context.Context) {
 		tctx, cancel := context.WithTimeout(sctx, e.opts.AgentTimeout)
 		defer cancel()
 		res, err = e.opts.Agent.Run(tctx, in)
@@ -149,8 +162,8 @@ func (l *localHost) RunAgent(ctx context.Context, in agent.Task) (agent.Result, 
 	return res, err, time.Since(start)
 }
 
-func (l *localHost) Sync() error  { return l.e.jr.Sync() }
-func (l *localHost) Flush() error { return l.e.flush() }
+func (l *localHost) Sync() error  { return l.jr.Sync() }
+func (l *localHost) Flush() error { return l.flush() }
 
 func (l *localHost) ShowPause(p *PauseInfo) error {
 	if p == nil {

@@ -102,7 +102,7 @@ func (e *engine) pause(kill bool, reason string) error {
 	} else {
 		e.say("paused: %s (%s finishing, nothing new starts)", reason, brief.Count(len(e.tasks), "running agent"))
 	}
-	return e.syncJournal()
+	return e.host.Sync()
 }
 
 func (e *engine) resume(reason string) error {
@@ -122,7 +122,7 @@ func (e *engine) resume(reason string) error {
 	// A person held the loop: the sweep starts afresh.
 	e.newSweep()
 	e.say("resumed: %s (paused %s)", reason, held.Round(time.Second))
-	return e.syncJournal()
+	return e.host.Sync()
 }
 
 func (e *engine) killRunning(why string) {

@@ -27,7 +27,7 @@ func (e *engine) redirect(r request) {
 		e.say("redirect refused: %v", err)
 		return
 	}
-	err = e.flush()
+	err = e.host.Flush()
 	answer(r, err)
 	if err != nil {
 		e.say("redirect failed: %v", err)

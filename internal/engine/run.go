@@ -58,23 +58,24 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	}
 	defer lock.Release()
 
-	lh := &localHost{now: opts.Now, cancels: map[int]context.CancelFunc{}}
+	lh := &localHost{now: opts.Now, cancels: map[int]context.CancelFunc{},
+		store: state.NewStore(opts.StateFile), results: make(chan taskResult, 64)}
 	e := newEngine(opts, lh)
 	lh.e, lh.c = e, &Core{e: e}
-	e.store.Guard(func() error {
-		if e.stamp.fi != nil && !stampOf(opts.StateFile).equal(e.stamp) {
+	lh.store.Guard(func() error {
+		if lh.stamp.fi != nil && !stampOf(opts.StateFile).equal(lh.stamp) {
 			return errChangedBehind
 		}
 		return nil
 	})
-	if err := e.begin(); err != nil {
-		if e.jr != nil {
-			_ = e.jr.Close()
+	if err := lh.begin(); err != nil {
+		if lh.jr != nil {
+			_ = lh.jr.Close()
 		}
 		return Outcome{}, err
 	}
 	out := lh.loop(confine.With(ctx, opts.Guard))
-	if err := e.finish(&out); err != nil {
+	if err := lh.finish(&out); err != nil {
 		return out, err
 	}
 	return out, nil
@@ -82,7 +83,8 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 
 // activity shows a running agent's tool call as a progress line:
 // "A3 Bash: go test ./...". It runs on the attempt's goroutine.
-func (e *engine) activity(id int, atom string, role agent.Role, a agent.Activity) {
+func (l *localHost) activity(id int, atom string, role agent.Role, a agent.Activity) {
+	e := l.e
 	who := atom
 	if role != agent.Worker {
 		who = atom + " (" + string(role) + ")"
@@ -106,8 +108,9 @@ func (e *engine) activity(id int, atom string, role agent.Role, a agent.Activity
 
 // begin reads the state, checks that it can run, recovers from a crash and
 // marks the loop running.
-func (e *engine) begin() error {
-	s, err := e.store.Read()
+func (l *localHost) begin() error {
+	e := l.e
+	s, err := l.store.Read()
 	if err != nil {
 		return err
 	}
@@ -115,7 +118,7 @@ func (e *engine) begin() error {
 		return &NotReadyError{Missing: missing}
 	}
 	// The loop's own name, written before anything is named after it.
-	if s, err = EnsureLoopID(e.store, s); err != nil {
+	if s, err = EnsureLoopID(l.store, s); err != nil {
 		return err
 	}
 	_, gone := os.Stat(journal.PathFor(e.opts.StateFile))
@@ -124,7 +127,7 @@ func (e *engine) begin() error {
 		return err
 	}
 	jr.OnLost = func(why string) { e.say("%s", why) }
-	e.jr = jr
+	l.jr = jr
 	e.s = s
 	if errors.Is(gone, os.ErrNotExist) && (s.Control.Iteration > 0 || s.Control.Status != state.ControlPending) {
 		// Deleted between runs: nothing holds it any more. Said, so that
@@ -133,7 +136,7 @@ func (e *engine) begin() error {
 		e.event(journal.Event{Type: journal.JournalLost, Reason: why})
 		e.say("%s", why)
 	}
-	e.place = stampPlace(e.opts.StateFile)
+	l.place = stampPlace(e.opts.StateFile)
 	// What the previous run journaled since its last write of the state
 	// file, read once: its agents still alive, its spend, its results.
 	// A journal that cannot be read is an error: a run that started from
@@ -142,21 +145,21 @@ func (e *engine) begin() error {
 	if err != nil {
 		return fmt.Errorf("read the journal: %w", err)
 	}
-	e.killSurvivors(cp, after)
-	if e.isoCap, err = e.openIsolation(context.Background()); err != nil {
+	l.killSurvivors(cp, after)
+	if e.isoCap, err = l.openIsolation(context.Background()); err != nil {
 		return err
 	}
-	if err := e.loadUsage(cp, after); err != nil {
+	if err := l.loadUsage(cp, after); err != nil {
 		return err
 	}
-	replayed := e.replay(after)
-	replayed += e.adoptMerges(context.Background())
+	replayed := l.replay(after)
+	replayed += l.adoptMerges(context.Background())
 	e.startRun(&replayed)
 	e.clearPause()
 	e.applyBounds()
 	e.dirty = true
 	e.rebuild()
-	if err := e.flush(); err != nil {
+	if err := l.flush(); err != nil {
 		return err
 	}
 	e.newSweep()
@@ -185,11 +188,11 @@ func (lh *localHost) loop(ctx context.Context) Outcome {
 			continue
 		}
 		select {
-		case r := <-e.results:
+		case r := <-lh.results:
 			c.Finish(ctx, r.id, lh.took(r))
 			for more := true; more; {
 				select {
-				case r := <-e.results:
+				case r := <-lh.results:
 					c.Finish(ctx, r.id, lh.took(r))
 				default:
 					more = false
@@ -211,7 +214,7 @@ func (lh *localHost) loop(ctx context.Context) Outcome {
 				return c.GiveUp(ctx, out)
 			}
 		case <-tick.C:
-			if err := e.poll(ctx); err != nil {
+			if err := lh.poll(ctx); err != nil {
 				return c.Fail(err)
 			}
 			lh.heartbeat(c)
@@ -221,7 +224,7 @@ func (lh *localHost) loop(ctx context.Context) Outcome {
 		if out, stopped := c.Stopped(); stopped {
 			return out
 		}
-		if c.Dirty() && (c.Urgent() || lh.Now().Sub(e.lastFlush) >= e.opts.FlushInterval) {
+		if c.Dirty() && (c.Urgent() || lh.Now().Sub(lh.lastFlush) >= e.opts.FlushInterval) {
 			if err := lh.Flush(); err != nil {
 				return c.Fail(err)
 			}
@@ -240,13 +243,14 @@ func interruption(ctx context.Context) string {
 
 // stoppable runs a step that blocks the loop (verification, planning) with
 // a context that a stop request cancels, so aot stop works there too.
-func (e *engine) stoppable(ctx context.Context, fn func(context.Context)) {
+func (l *localHost) stoppable(ctx context.Context, fn func(context.Context)) {
+	e := l.e
 	sctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan string, 1)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		e.watchStop(sctx, cancel, stopped)
+		l.watchStop(sctx, cancel, stopped)
 	}()
 	fn(sctx)
 	cancel()
@@ -259,7 +263,8 @@ func (e *engine) stoppable(ctx context.Context, fn func(context.Context)) {
 }
 
 // watchStop cancels a blocking step when a stop is requested meanwhile.
-func (e *engine) watchStop(ctx context.Context, cancel context.CancelFunc, stopped chan<- string) {
+func (l *localHost) watchStop(ctx context.Context, cancel context.CancelFunc, stopped chan<- string) {
+	e := l.e
 	t := time.NewTicker(e.opts.PollInterval)
 	defer t.Stop()
 	for {
@@ -267,7 +272,7 @@ func (e *engine) watchStop(ctx context.Context, cancel context.CancelFunc, stopp
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if s, err := e.store.Read(); err == nil && s.Control.StopRequested {
+			if s, err := l.store.Read(); err == nil && s.Control.StopRequested {
 				stopped <- nonBlank(deref(s.Control.StopReason), "aot stop")
 				cancel()
 				return
@@ -276,17 +281,16 @@ func (e *engine) watchStop(ctx context.Context, cancel context.CancelFunc, stopp
 	}
 }
 
-func (e *engine) syncJournal() error { return e.host.Sync() }
-
 // poll looks for a stop in the state file and for redirect requests.
-func (e *engine) poll(ctx context.Context) error {
-	if !stampOf(e.opts.StateFile).equal(e.stamp) {
-		if err := e.external(); err != nil {
+func (l *localHost) poll(ctx context.Context) error {
+	e := l.e
+	if !stampOf(e.opts.StateFile).equal(l.stamp) {
+		if err := l.external(); err != nil {
 			return err
 		}
 	}
-	if e.jr != nil {
-		if err := e.jr.Verify(); err != nil {
+	if l.jr != nil {
+		if err := l.jr.Verify(); err != nil {
 			return err
 		}
 	}
@@ -310,7 +314,8 @@ func (e *engine) poll(ctx context.Context) error {
 
 // finish kills what still runs, records the stop in the state and the
 // journal, and writes both.
-func (e *engine) finish(out *Outcome) error {
+func (l *localHost) finish(out *Outcome) error {
+	e := l.e
 	if e.halt != nil && out.Reason == "" {
 		*out = e.outcome(e.halt.Reason, e.halt.Message)
 	}
@@ -319,9 +324,9 @@ func (e *engine) finish(out *Outcome) error {
 		e.book.Paused = nil
 		_ = os.Remove(pausePath(e.opts.StateFile))
 	}
-	e.conclude(out, e.land(context.Background(), out))
-	err := e.flush()
-	if cerr := e.jr.Close(); err == nil {
+	e.conclude(out, l.land(context.Background(), out))
+	err := l.flush()
+	if cerr := l.jr.Close(); err == nil {
 		err = cerr
 	}
 	e.say("halted: %s: %s", out.Reason, out.Message)
@@ -334,7 +339,8 @@ func (e *engine) finish(out *Outcome) error {
 // replay re-applies worker results that reached the journal but not the
 // state file before a crash: every successful worker finish after the last
 // checkpoint whose atom is not resolved yet. It returns how many it applied.
-func (e *engine) replay(events []journal.Event) int {
+func (l *localHost) replay(events []journal.Event) int {
+	e := l.e
 	n := 0
 	for _, ev := range events {
 		if ev.Type != journal.AtomFinish || ev.Role != string(agent.Worker) || ev.OK == nil || !*ev.OK {

@@ -101,7 +101,8 @@ func ownFiles(root, stateFile string) func(rel string) bool {
 
 // measureRoot runs fn, a worker attempt in the project root, and returns
 // the files it changed there (nil when the tree could not be measured).
-func (e *engine) measureRoot(dir string, fn func()) *[]string {
+func (l *localHost) measureRoot(dir string, fn func()) *[]string {
+	e := l.e
 	skip := ownFiles(dir, e.opts.StateFile)
 	before := takeSnapshot(dir, skip)
 	fn()

@@ -82,14 +82,15 @@ func usageFields(ev *journal.Event, r taskResult) journal.AtomFinishData {
 
 // checkpointData is what a checkpoint carries: the loop's usage so far and
 // the process trees of the attempts in flight.
-func (e *engine) checkpointData() journal.CheckpointData {
+func (l *localHost) checkpointData() journal.CheckpointData {
+	e := l.e
 	d := journal.CheckpointData{
 		InputTokens:  journal.Ref(journal.Count(e.book.Usage.InputTokens)),
 		OutputTokens: journal.Count(e.book.Usage.OutputTokens),
 		CostUSD:      e.book.Usage.CostUSD,
 		UsageUnknown: journal.Count(e.book.Unknown),
 	}
-	if trees := e.liveTrees(); len(trees) > 0 {
+	if trees := l.liveTrees(); len(trees) > 0 {
 		d.Processes = trees
 	}
 	return d
@@ -99,7 +100,8 @@ func (e *engine) checkpointData() journal.CheckpointData {
 // totals plus every finished attempt after it, summed as the engine sums
 // them (saturating; a negative or non-finite number counts as nothing). A
 // journal written before checkpoints carried totals is summed whole.
-func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) error {
+func (l *localHost) loadUsage(cp *journal.Event, after []journal.Event) error {
+	e := l.e
 	if cp != nil {
 		if journal.DataOf[journal.CheckpointData](*cp).InputTokens == nil {
 			// An older journal: no totals in its checkpoints.
