@@ -84,3 +84,19 @@ func (l *localHost) flush() error {
 	e.event(journal.Event{}.With(l.checkpointData()))
 	return nil
 }
+
+// checkpointData is what a checkpoint carries: the loop's usage so far and
+// the process trees of the attempts in flight.
+func (l *localHost) checkpointData() journal.CheckpointData {
+	e := l.e
+	d := journal.CheckpointData{
+		InputTokens:  journal.Ref(journal.Count(e.book.Usage.InputTokens)),
+		OutputTokens: journal.Count(e.book.Usage.OutputTokens),
+		CostUSD:      e.book.Usage.CostUSD,
+		UsageUnknown: journal.Count(e.book.Unknown),
+	}
+	if trees := l.liveTrees(); len(trees) > 0 {
+		d.Processes = trees
+	}
+	return d
+}

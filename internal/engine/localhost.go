@@ -115,9 +115,8 @@ func (l *localHost) heartbeat(c *Core) {
 }
 
 func (l *localHost) Drain(ctx context.Context) {
-	e := l.e
 	deadline := time.After(10 * time.Second)
-	for len(e.tasks) > 0 {
+	for l.c.InFlight() > 0 {
 		select {
 		case r := <-l.results:
 			l.c.Finish(ctx, r.id, l.took(r))
@@ -142,9 +141,7 @@ func (l *localHost) Checks(ctx context.Context, judges bool) (verify.Report, err
 		rep, err = baseCase(vctx, e.s.Objective.BaseCase, opts)
 	})
 	if j != nil {
-		j.usage.Known = true
-		e.addKnown(j.usage)
-		e.book.Unknown += j.unknown
+		l.c.Spent(j.usage, j.unknown)
 	}
 	return rep, err
 }

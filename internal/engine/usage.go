@@ -80,65 +80,6 @@ func usageFields(ev *journal.Event, r taskResult) journal.AtomFinishData {
 	return d
 }
 
-// checkpointData is what a checkpoint carries: the loop's usage so far and
-// the process trees of the attempts in flight.
-func (l *localHost) checkpointData() journal.CheckpointData {
-	e := l.e
-	d := journal.CheckpointData{
-		InputTokens:  journal.Ref(journal.Count(e.book.Usage.InputTokens)),
-		OutputTokens: journal.Count(e.book.Usage.OutputTokens),
-		CostUSD:      e.book.Usage.CostUSD,
-		UsageUnknown: journal.Count(e.book.Unknown),
-	}
-	if trees := l.liveTrees(); len(trees) > 0 {
-		d.Processes = trees
-	}
-	return d
-}
-
-// loadUsage sets the loop's totals from the journal: the last checkpoint's
-// totals plus every finished attempt after it, summed as the engine sums
-// them (saturating; a negative or non-finite number counts as nothing). A
-// journal written before checkpoints carried totals is summed whole.
-func (l *localHost) loadUsage(cp *journal.Event, after []journal.Event) error {
-	e := l.e
-	if cp != nil {
-		if journal.DataOf[journal.CheckpointData](*cp).InputTokens == nil {
-			// An older journal: no totals in its checkpoints.
-			all, err := journal.Read(journal.PathFor(e.opts.StateFile))
-			if err != nil {
-				return fmt.Errorf("read the journal: %w", err)
-			}
-			cp, after = nil, all
-		}
-	}
-	if cp != nil {
-		d := journal.DataOf[journal.CheckpointData](*cp)
-		e.book.Usage = agent.Usage{
-			InputTokens:  int64(*d.InputTokens),
-			OutputTokens: int64(d.OutputTokens),
-			CostUSD:      agent.AddCost(0, d.CostUSD),
-		}
-		e.book.Unknown = int(d.UsageUnknown)
-	}
-	for _, ev := range after {
-		if ev.Type != journal.AtomFinish || ev.IsReplayed() {
-			continue
-		}
-		d := journal.DataOf[journal.AtomFinishData](ev)
-		if d.UsageUnknown {
-			e.book.Unknown++
-		}
-		in, out := d.Tokens()
-		u := agent.Usage{InputTokens: in, OutputTokens: out, CostUSD: ev.CostUSD}
-		if u.Tokens() == 0 {
-			u.InputTokens = ev.Tokens // only the total was journaled
-		}
-		e.book.Usage = e.book.Usage.Plus(u)
-	}
-	return nil
-}
-
 // usageLimit handles an agent's quota answer: with a reset time the loop
 // waits (within max_wall_time) and goes on by itself; without one, or with
 // --no-wait, it stops with usage_limit.
