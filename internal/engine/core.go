@@ -84,6 +84,11 @@ type Finished struct {
 	// Touched are the files a worker attempt in the project root changed;
 	// nil when they were not measured.
 	Touched *[]string
+	// Refused and Retried are the tool calls the agent's CLI refused and
+	// the model calls it retried while it ran, as the driver heard them
+	// (the answer's own Denials are added to them).
+	Refused []agent.Denial
+	Retried []string
 }
 
 // CoreOptions configure a Core, as Options configure Run.
@@ -188,7 +193,7 @@ func (c *Core) Settle(ctx context.Context) (Outcome, bool) { return c.e.idle(ctx
 
 // Finish integrates an attempt's end.
 func (c *Core) Finish(ctx context.Context, id int, f Finished) {
-	tr := taskResult{id: id, res: f.Result, err: f.Err, dur: f.Dur, touched: f.Touched}
+	tr := taskResult{id: id, res: f.Result, err: f.Err, dur: f.Dur, touched: f.Touched, refused: f.Refused, retried: f.Retried}
 	if f.Merge != nil || f.Dir != "" {
 		tr.iso = &taskMerge{attempt: workspace.Attempt{Branch: f.Branch, Path: f.Worktree, Dir: f.Dir}, merge: f.Merge}
 	}

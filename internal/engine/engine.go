@@ -122,15 +122,17 @@ type taskResult struct {
 	// touched are the files a worker attempt in the project root changed
 	// (nil: not measured, or isolated).
 	touched *[]string
+	// refused and retried are what the agent's CLI refused and retried
+	// while it ran, as its driver heard them.
+	refused []agent.Denial
+	retried []string
 }
 
 type engine struct {
 	// book is what the engine keeps beyond the state, handed whole to the
 	// next engine of the loop (Core.Carry).
-	book    Carry
-	host    Host // what touches the world: a local run's, or a Core's driver's
-	denied  perTask[agent.Denial]
-	retried perTask[string] // the model calls each task's CLI retried
+	book Carry
+	host Host // what touches the world: a local run's, or a Core's driver's
 	// claims are the files each resolved atom's worker named, beside the
 	// files its attempt changed (its binding's artifacts with isolation),
 	// for the base case's failures to point at (reopen).

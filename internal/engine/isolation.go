@@ -178,7 +178,7 @@ func (l *localHost) isolatedRun(ctx context.Context, taskID int, in agent.Task, 
 		// A worker that changed none of the files it claimed is judged
 		// before its merge, so that what it did change never reaches the
 		// integration branch (a liar's work never lands).
-		if err := noChangeBeforeMerge(a.expect, changed, claimsIn(w.Dir, res.Artifacts), e.denied.peek(taskID), res.Denials); err != nil {
+		if err := noChangeBeforeMerge(a.expect, changed, claimsIn(w.Dir, res.Artifacts), l.denied.peek(taskID), res.Denials); err != nil {
 			return err
 		}
 		err := l.jr.Append(journal.MergeIntent(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt},

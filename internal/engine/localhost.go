@@ -30,10 +30,12 @@ type localHost struct {
 	sayMu       sync.Mutex      // progress lines come from attempts' goroutines too
 	lastFlush   time.Time
 	stamp       fileStamp
-	place       placeStamp   // the project folder the run started in (moved.go)
-	lastWritten *state.State // what the run last wrote to the state file
-	trees       treeSet      // process trees of the attempts in flight
-	iso         *isolation   // nil: agents share the project root
+	place       placeStamp            // the project folder the run started in (moved.go)
+	lastWritten *state.State          // what the run last wrote to the state file
+	trees       treeSet               // process trees of the attempts in flight
+	iso         *isolation            // nil: agents share the project root
+	denied      perTask[agent.Denial] // the tool calls each attempt's CLI refused, as they happen
+	retried     perTask[string]       // the model calls each attempt's CLI retried
 }
 
 func (l *localHost) Now() time.Time { return l.now() }
@@ -93,7 +95,7 @@ func (l *localHost) Cancel(id int) {
 // and gives its end as Core.Finish takes it.
 func (l *localHost) took(r taskResult) Finished {
 	delete(l.cancels, r.id)
-	f := Finished{Result: r.res, Err: r.err, Dur: r.dur, Touched: r.touched}
+	f := Finished{Result: r.res, Err: r.err, Dur: r.dur, Touched: r.touched, Refused: l.denied.take(r.id), Retried: l.retried.take(r.id)}
 	if tm := r.iso; tm != nil {
 		f.Merge, f.Branch, f.Worktree, f.Dir = tm.merge, tm.attempt.Branch, tm.attempt.Path, tm.attempt.Dir
 	}

@@ -152,10 +152,10 @@ func (r *perTask[T]) take(task int) []T {
 // journalRefusals records a finished attempt's refusals, one
 // permission_denied event each, and returns them.
 func (e *engine) journalRefusals(t *task, r taskResult) []agent.Denial {
-	for _, detail := range e.retried.take(t.id) {
+	for _, detail := range r.retried {
 		e.event(journal.Event{Type: journal.ModelRetry, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: dag.OneLine(detail, 300)})
 	}
-	list := joinDenials(e.denied.take(t.id), r.res.Denials)
+	list := joinDenials(r.refused, r.res.Denials)
 	for _, d := range list {
 		e.event(journal.Event{Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: dag.OneLine(refusedLine(d), 300)}.
 			With(journal.PermissionDeniedData{Tool: d.Tool, Path: d.Path, Why: d.Why}))

@@ -90,12 +90,12 @@ func (l *localHost) activity(id int, atom string, role agent.Role, a agent.Activ
 		who = atom + " (" + string(role) + ")"
 	}
 	if a.Refused {
-		e.denied.add(id, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: a.Why})
+		l.denied.add(id, agent.Denial{Tool: a.Tool, Path: a.Detail, Why: a.Why})
 		e.say("%s %s refused: %s", who, a.Tool, dag.OneLine(strings.TrimPrefix(a.Detail+": "+a.Why, ": "), 160))
 		return
 	}
 	if a.Retry {
-		e.retried.add(id, a.Detail)
+		l.retried.add(id, a.Detail)
 		e.say("%s: %s", who, dag.OneLine(a.Detail, 160))
 		return
 	}
