@@ -11,11 +11,12 @@ import (
 	"github.com/aot-loop/aot/internal/workspace"
 )
 
-// Core is the coordinator's decisions for a driver other than Run: the
-// Temporal workflow (package durable) drives the very code a local run
-// does, and carries out its effects through a Host. A Core is not safe for
-// concurrent use: its driver calls it from one goroutine (or one workflow
-// coroutine at a time), and so do the Host's methods it calls back.
+// Core is the kernel's public steps. Both drivers move a loop on through
+// them, the local run (Run) and the Temporal workflow (package durable),
+// and each carries out the effects through its Host. A Core is not safe
+// for concurrent use: its driver calls it from one goroutine (or one
+// workflow coroutine at a time), and so do the Host's methods it calls
+// back.
 type Core struct {
 	e *engine
 }
