@@ -250,3 +250,12 @@ func nonBlank(s, def string) string {
 	}
 	return s
 }
+
+// readDir is where probes, planners, judges and the verifier look: the
+// merged work so far.
+func (e *engine) readDir() string {
+	if e.integration != "" {
+		return e.integration
+	}
+	return e.opts.Workdir
+}

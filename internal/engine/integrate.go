@@ -12,6 +12,7 @@ import (
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/workspace"
 )
 
 // integrate records one finished agent run. It reports whether the run was
@@ -286,4 +287,40 @@ func lastChoice(g *state.ORGroup, id string) bool {
 		}
 	}
 	return true
+}
+
+// taskMerge is what isolation did with an attempt, for integrate.
+type taskMerge struct {
+	attempt workspace.Attempt
+	merge   *workspace.Merge
+	kept    bool
+	expect  bool // the atom expects its worker to change files (expect_changes)
+}
+
+// mergeOutcome turns a merge into the attempt's result: a conflict is a
+// failed attempt (re-run on the merged work); otherwise the atom's artifacts
+// are the files its merge changed, and a difference from the agent's claim
+// is recorded.
+func (e *engine) mergeOutcome(t *task, r *taskResult) (conflict string) {
+	tm := r.iso
+	if tm == nil || tm.merge == nil {
+		return ""
+	}
+	mr := tm.merge
+	data := journal.MergeData{Worktree: tm.attempt.Path, Branch: tm.attempt.Branch, Changed: mr.Changed, Commit: mr.Commit}
+	if len(mr.Unclaimed) > 0 {
+		data.Unclaimed = mr.Unclaimed
+	}
+	if len(mr.Missing) > 0 {
+		data.ClaimedButUnchanged = mr.Missing
+	}
+	e.event(journal.Event{Atom: t.atom, Attempt: t.attempt, OK: journal.Bool(!mr.Conflict)}.With(data))
+	if mr.Conflict {
+		return "conflict: " + strings.Join(mr.ConflictFiles, ", ") + " changed by another atom since this attempt began; it is re-run on the merged work"
+	}
+	r.res.Artifacts = append([]string{}, mr.Changed...)
+	if len(mr.Unclaimed)+len(mr.Missing) > 0 {
+		e.say("%s: its merge changed %d files; the agent claimed otherwise (unclaimed %v, claimed but unchanged %v)", t.atom, len(mr.Changed), mr.Unclaimed, mr.Missing)
+	}
+	return ""
 }

@@ -8,11 +8,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aot-loop/aot/internal/dag"
-	"github.com/aot-loop/aot/internal/state"
-
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/workspace"
 )
 
@@ -103,40 +102,6 @@ func sensitiveDir(dir string) bool {
 	return false
 }
 
-// mayStart reports whether a worker on a may start beside the workers
-// running now: never when their declared scopes overlap; without isolation,
-// only when every running worker and a declare scopes and none overlap.
-func (e *engine) mayStart(a *state.Atom) bool {
-	if role := e.book.Next[a.ID]; role != "" && role != agent.Worker {
-		return true // probes and planners only read
-	}
-	for _, t := range e.tasks {
-		if t.discarded || t.role != agent.Worker {
-			continue
-		}
-		r := e.ix.Atom(t.atom)
-		if r == nil {
-			continue
-		}
-		if e.serial && (len(a.Scope) == 0 || len(r.Scope) == 0) {
-			return false
-		}
-		if len(a.Scope) > 0 && len(r.Scope) > 0 && workspace.Overlap(a.Scope, r.Scope) {
-			return false
-		}
-	}
-	return true
-}
-
-// readDir is where probes, planners, judges and the verifier look: the
-// merged work so far.
-func (e *engine) readDir() string {
-	if e.integration != "" {
-		return e.integration
-	}
-	return e.opts.Workdir
-}
-
 // isolatedRun runs a worker attempt in its own worktree: created (after the
 // journal names it), the agent run there, its changes committed and merged
 // when it succeeded, the worktree removed whatever happened.
@@ -208,48 +173,12 @@ func (l *localHost) isolatedRun(ctx context.Context, taskID int, in agent.Task, 
 	return res, nil
 }
 
-// taskMerge is what isolation did with an attempt, for integrate.
-type taskMerge struct {
-	attempt workspace.Attempt
-	merge   *workspace.Merge
-	kept    bool
-	expect  bool // the atom expects its worker to change files (expect_changes)
-}
-
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
 	return dag.OneLine(s, 72)
-}
-
-// mergeOutcome turns a merge into the attempt's result: a conflict is a
-// failed attempt (re-run on the merged work); otherwise the atom's artifacts
-// are the files its merge changed, and a difference from the agent's claim
-// is recorded.
-func (e *engine) mergeOutcome(t *task, r *taskResult) (conflict string) {
-	tm := r.iso
-	if tm == nil || tm.merge == nil {
-		return ""
-	}
-	mr := tm.merge
-	data := journal.MergeData{Worktree: tm.attempt.Path, Branch: tm.attempt.Branch, Changed: mr.Changed, Commit: mr.Commit}
-	if len(mr.Unclaimed) > 0 {
-		data.Unclaimed = mr.Unclaimed
-	}
-	if len(mr.Missing) > 0 {
-		data.ClaimedButUnchanged = mr.Missing
-	}
-	e.event(journal.Event{Atom: t.atom, Attempt: t.attempt, OK: journal.Bool(!mr.Conflict)}.With(data))
-	if mr.Conflict {
-		return "conflict: " + strings.Join(mr.ConflictFiles, ", ") + " changed by another atom since this attempt began; it is re-run on the merged work"
-	}
-	r.res.Artifacts = append([]string{}, mr.Changed...)
-	if len(mr.Unclaimed)+len(mr.Missing) > 0 {
-		e.say("%s: its merge changed %d files; the agent claimed otherwise (unclaimed %v, claimed but unchanged %v)", t.atom, len(mr.Changed), mr.Unclaimed, mr.Missing)
-	}
-	return ""
 }
 
 // land puts the merged work where the person will find it: on the branch

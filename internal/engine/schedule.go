@@ -10,6 +10,7 @@ import (
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/workspace"
 )
 
 // agentsRunning counts the tasks whose agent still runs: all of them, but
@@ -239,4 +240,29 @@ func (e *engine) taskIDs() []int {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// mayStart reports whether a worker on a may start beside the workers
+// running now: never when their declared scopes overlap; without isolation,
+// only when every running worker and a declare scopes and none overlap.
+func (e *engine) mayStart(a *state.Atom) bool {
+	if role := e.book.Next[a.ID]; role != "" && role != agent.Worker {
+		return true // probes and planners only read
+	}
+	for _, t := range e.tasks {
+		if t.discarded || t.role != agent.Worker {
+			continue
+		}
+		r := e.ix.Atom(t.atom)
+		if r == nil {
+			continue
+		}
+		if e.serial && (len(a.Scope) == 0 || len(r.Scope) == 0) {
+			return false
+		}
+		if len(a.Scope) > 0 && len(r.Scope) > 0 && workspace.Overlap(a.Scope, r.Scope) {
+			return false
+		}
+	}
+	return true
 }
