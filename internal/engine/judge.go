@@ -507,6 +507,9 @@ func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent a
 	var events []journal.Event
 	j := &judge{agent: judgeAgent, timeout: agentTimeout, dir: dir, objective: &s.Objective,
 		record: func(ev journal.Event) {
+			if ev.Iteration == 0 {
+				ev.Iteration = s.Control.Iteration
+			}
 			if ev.Time.IsZero() {
 				ev.Time = time.Now()
 			}
