@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -139,10 +140,10 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 		l.controls()
 		l.cancelled(ctx)
 		if out, done := c.Bounds(); done {
-			l.decide(func() { out = c.GiveUp(out) })
+			l.decide(func() { out = c.GiveUp(context.Background(), out) })
 			return l.finish(out), nil
 		}
-		c.Schedule()
+		c.Schedule(context.Background())
 		l.startMerge()
 		if !l.continuing && l.shouldContinue(ctx) {
 			l.continuing = true
@@ -154,7 +155,7 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 		if !l.continuing && c.Quiet() {
 			var out engine.Outcome
 			var done bool
-			l.decide(func() { out, done = c.Settle() })
+			l.decide(func() { out, done = c.Settle(context.Background()) })
 			if done {
 				return l.finish(out), nil
 			}
@@ -163,7 +164,7 @@ func (l *loop) run(ctx workflow.Context) (Outcome, error) {
 		l.wait(ctx)
 		var out engine.Outcome
 		var done bool
-		l.decide(func() { out, done = c.AfterFinish() })
+		l.decide(func() { out, done = c.AfterFinish(context.Background()) })
 		if done {
 			return l.finish(out), nil
 		}
@@ -284,7 +285,7 @@ func (l *loop) Say(line string) { workflow.GetLogger(l.ctx).Info(line) }
 // Start runs an attempt activity on the integration branch's head. A
 // worker pushes its work to the attempt's branch; probes and planners
 // only read.
-func (l *loop) Start(a engine.Attempt) {
+func (l *loop) Start(_ context.Context, a engine.Attempt) {
 	t := &attempt{Attempt: a}
 	t.Started = workflow.Now(l.ctx)
 	if a.Role == agent.Worker {
@@ -312,7 +313,7 @@ func (l *loop) Cancel(id int) {
 
 // Drain waits for the cancelled attempts: each activity's end (the worker
 // acknowledges that its agent is killed), bounded by drainWait.
-func (l *loop) Drain() {
+func (l *loop) Drain(context.Context) {
 	l.disconnect()
 	deadline := workflow.Now(l.ctx).Add(drainWait)
 	for _, id := range l.ids() {
@@ -348,7 +349,7 @@ func (l *loop) Drain() {
 
 // Checks verifies the base case on the integration branch's head, on a
 // worker.
-func (l *loop) Checks(judges bool) (verify.Report, error) {
+func (l *loop) Checks(_ context.Context, judges bool) (verify.Report, error) {
 	in := VerifyInput{Repo: l.in.Repo, Commit: l.head, State: state.Marshal(l.core.State()), Project: l.in.Project,
 		Judge: judges, Agent: l.in.Agent, Timeout: l.agentTimeout(), CheckTimeout: l.in.CheckTimeout, Loop: l.id, StateFile: l.in.StateFile}
 	var v VerifyResult
@@ -370,7 +371,7 @@ func (l *loop) Checks(judges bool) (verify.Report, error) {
 
 // RunAgent runs one agent as an attempt activity and waits for it (the
 // base case's planner).
-func (l *loop) RunAgent(t agent.Task) (agent.Result, error, time.Duration) {
+func (l *loop) RunAgent(_ context.Context, t agent.Task) (agent.Result, error, time.Duration) {
 	start := workflow.Now(l.ctx)
 	in := AttemptInput{Loop: l.id, Repo: l.in.Repo, BaseCommit: l.head, Task: t, Agent: l.in.Agent, Timeout: l.agentTimeout()}
 	var r AttemptResult
@@ -381,6 +382,12 @@ func (l *loop) RunAgent(t agent.Task) (agent.Result, error, time.Duration) {
 	f := finishedOf(r, err)
 	return f.Result, f.Err, workflow.Now(l.ctx).Sub(start)
 }
+
+// A workflow's history holds its events and state already, and its
+// queries show a pause: nothing more to make durable or visible.
+func (l *loop) Sync() error                       { return nil }
+func (l *loop) Flush() error                      { return nil }
+func (l *loop) ShowPause(*engine.PauseInfo) error { return nil }
 
 // Results.
 
@@ -452,7 +459,7 @@ func (l *loop) done(t *attempt, f engine.Finished) {
 	if f.Branch == "" {
 		f.Branch = t.branch
 	}
-	l.decide(func() { l.core.Finish(t.ID, f) })
+	l.decide(func() { l.core.Finish(context.Background(), t.ID, f) })
 }
 
 // startMerge merges the successful attempts' branches: all those waiting

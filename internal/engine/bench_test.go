@@ -184,7 +184,7 @@ func promptEngine(n int) *engine {
 		s.Atoms[i].Status = state.StatusResolved
 		s.Bindings = append(s.Bindings, state.Binding{AtomID: s.Atoms[i].ID, Summary: "did " + s.Atoms[i].ID + " carefully", Artifacts: []string{"f" + s.Atoms[i].ID + ".go"}})
 	}
-	e := newEngine(Options{Workdir: "/w", StateFile: "/w/.claude/aot-loop-state.md"})
+	e := newEngine(Options{Workdir: "/w", StateFile: "/w/.claude/aot-loop-state.md"}, &localHost{now: time.Now})
 	e.s = s
 	e.rebuild()
 	return e

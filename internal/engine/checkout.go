@@ -26,7 +26,8 @@ func CheckOutputFile(stateFile, item string) string {
 	return filepath.Join(CheckOutputDir(stateFile), history.SafeName(item)+".out")
 }
 
-func (e *engine) checkOutput(item string) io.WriteCloser {
+func (l *localHost) checkOutput(item string) io.WriteCloser {
+	e := l.e
 	if err := os.MkdirAll(CheckOutputDir(e.opts.StateFile), journal.DirMode); err != nil {
 		return nil
 	}

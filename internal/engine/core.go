@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
@@ -12,18 +11,24 @@ import (
 	"github.com/aot-loop/aot/internal/workspace"
 )
 
-// Core is the coordinator's decisions for a driver other than Run: the
-// Temporal workflow (package durable) drives the very code a local run
-// does, and carries out its effects through a Host. A Core is not safe for
-// concurrent use: its driver calls it from one goroutine (or one workflow
-// coroutine at a time), and so do the Host's methods it calls back.
+// Core is the kernel's public steps. Both drivers move a loop on through
+// them, the local run (Run) and the Temporal workflow (package durable),
+// and each carries out the effects through its Host. A Core is not safe
+// for concurrent use: its driver calls it from one goroutine (or one
+// workflow coroutine at a time), and so do the Host's methods it calls
+// back.
 type Core struct {
 	e *engine
-	h Host
 }
 
-// Host carries out a Core's effects. Start and Cancel return at once;
-// Drain, Checks and RunAgent block until done.
+// Host carries out the engine's effects for its driver: a local run
+// (Run) starts agents on goroutines, journals and writes the state file;
+// the Temporal workflow (package durable) turns each effect into an
+// activity or a workflow event. So both make the same decisions from one
+// copy of the code, and the decisions themselves are deterministic: their
+// clock is Now, and nothing in them depends on the order of a map. Start
+// and Cancel return at once; Drain, Checks and RunAgent block until done
+// or until ctx ends. The engine calls a Host from one goroutine at a time.
 type Host interface {
 	// Now is the driver's clock (workflow.Now in a workflow).
 	Now() time.Time
@@ -33,18 +38,26 @@ type Host interface {
 	Say(line string)
 	// Start begins an attempt; the driver reports its end with
 	// Core.Finish.
-	Start(a Attempt)
+	Start(ctx context.Context, a Attempt)
 	// Cancel cancels an attempt in flight; its result is discarded (the
 	// driver still reports its end with Core.Finish).
 	Cancel(id int)
 	// Drain waits, bounded, for the cancelled attempts, reporting each
 	// end with Core.Finish.
-	Drain()
+	Drain(ctx context.Context)
 	// Checks runs the base case on the merged work, with the judge when
 	// judges is set.
-	Checks(judges bool) (verify.Report, error)
+	Checks(ctx context.Context, judges bool) (verify.Report, error)
 	// RunAgent runs one agent to its end (the base case's planner).
-	RunAgent(t agent.Task) (agent.Result, error, time.Duration)
+	RunAgent(ctx context.Context, t agent.Task) (agent.Result, error, time.Duration)
+	// Sync makes the events recorded so far durable.
+	Sync() error
+	// Flush makes the state durable where other processes read it (a
+	// local run writes the state file); it runs before a verification.
+	Flush() error
+	// ShowPause shows the pause in force (nil: none) to other processes;
+	// an error refuses the pause.
+	ShowPause(p *PauseInfo) error
 }
 
 // Attempt is one agent run the Core decided.
@@ -66,6 +79,17 @@ type Finished struct {
 	// merge, or no isolation); Branch names the attempt's branch.
 	Merge  *workspace.Merge
 	Branch string
+	// Worktree and Dir are the attempt's worktree and the folder its agent
+	// ran in, when the driver made one for it (a local run's isolation).
+	Worktree, Dir string
+	// Touched are the files a worker attempt in the project root changed;
+	// nil when they were not measured.
+	Touched *[]string
+	// Refused and Retried are the tool calls the agent's CLI refused and
+	// the model calls it retried while it ran, as the driver heard them
+	// (the answer's own Denials are added to them).
+	Refused []agent.Denial
+	Retried []string
 }
 
 // CoreOptions configure a Core, as Options configure Run.
@@ -84,42 +108,6 @@ type CoreOptions struct {
 	Carry *Carry
 }
 
-// Carry is a Core's bookkeeping beyond the state, handed to the next
-// Core of the same loop when nothing is in flight (Temporal's
-// Continue-As-New).
-type Carry struct {
-	Usage          agent.Usage           `json:"usage"`
-	Unknown        int                   `json:"unknown,omitempty"`
-	Start          time.Time             `json:"start"`
-	PausedFor      time.Duration         `json:"paused_for,omitempty"`
-	StartIteration int                   `json:"start_iteration,omitempty"`
-	Paused         *PauseInfo            `json:"paused,omitempty"`
-	Next           map[string]agent.Role `json:"next,omitempty"`
-	Notes          map[string]string     `json:"notes,omitempty"`
-	Planned        map[string]bool       `json:"planned,omitempty"`
-	Waiting        map[string]time.Time  `json:"waiting,omitempty"`
-	Reopens        map[string]int        `json:"reopens,omitempty"`
-	Repairs        int                   `json:"repairs,omitempty"`
-	Expands        int                   `json:"expands,omitempty"`
-	QuotaUntil     time.Time             `json:"quota_until,omitempty"`
-	RateUntil      time.Time             `json:"rate_until,omitempty"`
-	RateInRow      int                   `json:"rate_in_row,omitempty"`
-	RateCap        int                   `json:"rate_cap,omitempty"`
-	Attempted      map[string]bool       `json:"attempted,omitempty"`
-	SweepStart     int                   `json:"sweep_start"`
-	SweepReported  bool                  `json:"sweep_reported,omitempty"`
-	SweepRepair    bool                  `json:"sweep_repair,omitempty"`
-	// What the last verifications found, so that nothing is checked again
-	// while the work has not changed.
-	Gen         int      `json:"gen,omitempty"`
-	DepGen      int      `json:"dep_gen"`
-	VerifiedGen int      `json:"verified_gen"`
-	VerifyFails []string `json:"verify_fails,omitempty"`
-	// The run's own bounds, until a redirect sets the constraints.
-	MaxParallel   int `json:"max_parallel,omitempty"`
-	MaxIterations int `json:"max_iterations,omitempty"`
-}
-
 // NewCore starts (or, with o.Carry, resumes) the loop of s, as Run's
 // begin does: orphaned work back to pending, the loop marked running, a
 // run_start or run_resume event. s becomes the Core's.
@@ -128,17 +116,17 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 		Settings:     o.Settings,
 		RetryBackoff: o.RetryBackoff, MaxBackoff: o.MaxBackoff,
 		Workdir: o.Workdir, StateFile: o.StateFile, Agents: o.Agents,
-		Now: h.Now, Progress: sayTo{h}, Heartbeat: time.Hour,
+		Heartbeat: time.Hour,
 	}
 	if opts.AgentTimeout <= 0 {
 		opts.AgentTimeout = DefaultAgentTimeout
 	}
-	e := newEngine(opts)
-	c := &Core{e: e, h: h}
-	e.fx = hosted{c}
+	e := newEngine(opts, h)
+	c := &Core{e: e}
 	e.s = s
 	if cy := o.Carry; cy != nil {
-		c.restore(cy)
+		e.book = *cy
+		e.book.fill()
 	} else {
 		e.startRun(nil)
 	}
@@ -151,47 +139,9 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 	return c
 }
 
-func (c *Core) restore(cy *Carry) {
-	e := c.e
-	e.usage, e.unknown = cy.Usage, cy.Unknown
-	e.start, e.pausedFor, e.startIter = cy.Start, cy.PausedFor, cy.StartIteration
-	e.paused = cy.Paused
-	e.next = orEmpty(cy.Next)
-	e.notes = orEmpty(cy.Notes)
-	e.planned = orEmpty(cy.Planned)
-	e.waiting = orEmpty(cy.Waiting)
-	e.reopens = orEmpty(cy.Reopens)
-	e.repairs, e.expands = cy.Repairs, cy.Expands
-	e.quotaUntil = cy.QuotaUntil
-	e.rate = rateState{until: cy.RateUntil, inRow: cy.RateInRow, cap: cy.RateCap}
-	e.attempted = orEmpty(cy.Attempted)
-	e.unattempted = map[string]bool{}
-	e.sweepStart, e.sweepReported, e.sweepRepair = cy.SweepStart, cy.SweepReported, cy.SweepRepair
-	e.opts.MaxParallel, e.opts.MaxIterations = cy.MaxParallel, cy.MaxIterations
-	e.gen, e.depGen, e.verifiedGen, e.verifyFails = cy.Gen, cy.DepGen, cy.VerifiedGen, cy.VerifyFails
-}
-
-func orEmpty[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return map[K]V{}
-	}
-	return m
-}
-
 // Carry is what the next Core of this loop needs; call it when nothing is
 // in flight.
-func (c *Core) Carry() Carry {
-	e := c.e
-	return Carry{
-		Usage: e.usage, Unknown: e.unknown, Start: e.start, PausedFor: e.pausedFor, StartIteration: e.startIter,
-		Paused: e.paused, Next: e.next, Notes: e.notes, Planned: e.planned, Waiting: e.waiting, Reopens: e.reopens,
-		Repairs: e.repairs, Expands: e.expands, QuotaUntil: e.quotaUntil,
-		RateUntil: e.rate.until, RateInRow: e.rate.inRow, RateCap: e.rate.cap,
-		Attempted: e.attempted, SweepStart: e.sweepStart, SweepReported: e.sweepReported, SweepRepair: e.sweepRepair,
-		Gen: e.gen, DepGen: e.depGen, VerifiedGen: e.verifiedGen, VerifyFails: e.verifyFails,
-		MaxParallel: e.opts.MaxParallel, MaxIterations: e.opts.MaxIterations,
-	}
-}
+func (c *Core) Carry() Carry { return c.e.book }
 
 // State is the loop's state as the Core holds it; callers must not change
 // it.
@@ -203,16 +153,17 @@ func (c *Core) Bounds() (out Outcome, done bool) { return c.e.bounds() }
 
 // GiveUp is the last step before a stop on a bound: the base case is
 // checked, and a loop whose work is done completes instead.
-func (c *Core) GiveUp(out Outcome) Outcome { return c.e.giveUp(context.Background(), out) }
+func (c *Core) GiveUp(ctx context.Context, out Outcome) Outcome { return c.e.giveUp(ctx, out) }
 
 // Schedule starts attempts on the executable atoms while slots are free.
-func (c *Core) Schedule() {
+// ctx is what the attempts' Host.Start gets.
+func (c *Core) Schedule(ctx context.Context) {
 	e := c.e
 	if e.reshape {
 		e.rebuild()
 	}
 	e.release()
-	e.schedule(context.Background())
+	e.schedule(ctx)
 }
 
 // Merging says that attempt id's agent has finished and its work waits for
@@ -234,30 +185,30 @@ func (c *Core) InFlight() int { return len(c.e.tasks) }
 // decides what comes next.
 func (c *Core) Quiet() bool {
 	e := c.e
-	return len(e.tasks) == 0 && !e.waitingForTime() && e.paused == nil
+	return len(e.tasks) == 0 && !e.waitingForTime() && e.book.Paused == nil
 }
 
 // Settle runs when the loop is Quiet: the work is done (the base case is
 // verified, failing work reopened or planned), or the loop is stuck.
-func (c *Core) Settle() (Outcome, bool) { return c.e.idle(context.Background()) }
+func (c *Core) Settle(ctx context.Context) (Outcome, bool) { return c.e.idle(ctx) }
 
 // Finish integrates an attempt's end.
-func (c *Core) Finish(id int, f Finished) {
-	tr := taskResult{id: id, res: f.Result, err: f.Err, dur: f.Dur}
-	if f.Merge != nil {
-		tr.iso = &taskMerge{attempt: workspace.Attempt{Branch: f.Branch}, merge: f.Merge}
+func (c *Core) Finish(ctx context.Context, id int, f Finished) {
+	tr := taskResult{id: id, res: f.Result, err: f.Err, dur: f.Dur, touched: f.Touched, refused: f.Refused, retried: f.Retried}
+	if f.Merge != nil || f.Dir != "" {
+		tr.iso = &taskMerge{attempt: workspace.Attempt{Branch: f.Branch, Path: f.Worktree, Dir: f.Dir}, merge: f.Merge}
 	}
-	c.e.integrate(context.Background(), tr)
+	c.e.integrate(ctx, tr)
 }
 
 // AfterFinish ends a sweep when every executable atom has had its attempt,
 // and looks for the cause of a sweep without progress; done means the
 // loop ends with out.
-func (c *Core) AfterFinish() (Outcome, bool) {
+func (c *Core) AfterFinish(ctx context.Context) (Outcome, bool) {
 	e := c.e
 	if e.checkSweep() {
-		if out, done := e.afterStall(context.Background()); done {
-			return e.giveUp(context.Background(), out), true
+		if out, done := e.afterStall(ctx); done {
+			return e.giveUp(ctx, out), true
 		}
 	}
 	return Outcome{}, false
@@ -274,16 +225,16 @@ func (c *Core) Wake() time.Time {
 			next = t
 		}
 	}
-	for _, until := range e.waiting {
+	for _, until := range e.book.Waiting {
 		earlier(until)
 	}
-	if e.now().Before(e.quotaUntil) {
-		earlier(e.quotaUntil)
+	if e.now().Before(e.book.QuotaUntil) {
+		earlier(e.book.QuotaUntil)
 	}
-	if e.now().Before(e.rate.until) {
-		earlier(e.rate.until)
+	if e.now().Before(e.book.RateUntil) {
+		earlier(e.book.RateUntil)
 	}
-	if d := e.wallTime(); d > 0 && e.paused == nil {
+	if d := e.wallTime(); d > 0 && e.book.Paused == nil {
 		earlier(e.now().Add(d - e.active()))
 	}
 	return next
@@ -297,7 +248,7 @@ func (c *Core) Pause(kill bool, reason string) error { return c.e.pause(kill, re
 func (c *Core) Resume(reason string) error { return c.e.resume(reason) }
 
 // Paused is the pause in force, nil when none.
-func (c *Core) Paused() *PauseInfo { return c.e.paused }
+func (c *Core) Paused() *PauseInfo { return c.e.book.Paused }
 
 // Check validates a change without applying it.
 func (c *Core) Check(ch Change) error { return Apply(state.Clone(c.e.s), ch, c.e.now()) }
@@ -330,7 +281,7 @@ func (c *Core) End(out Outcome, landing string) Outcome {
 
 // Usage is what the loop has spent, and how many attempts reported no
 // usage.
-func (c *Core) Usage() (agent.Usage, int) { return c.e.usage, c.e.unknown }
+func (c *Core) Usage() (agent.Usage, int) { return c.e.book.Usage, c.e.book.Unknown }
 
 // Running lists the attempts in flight, in the order they started.
 func (c *Core) Running() []Attempt {
@@ -353,99 +304,29 @@ func (c *Core) Hold(on bool) { c.e.hold = on }
 func (c *Core) Spent(u agent.Usage, unknown int) {
 	u.Known = true
 	c.e.addKnown(u)
-	c.e.unknown += unknown
+	c.e.book.Unknown += unknown
 }
 
 // Dirty reports whether the state changed since MarkClean.
 func (c *Core) Dirty() bool { return c.e.dirty }
 
 // MarkClean notes that the driver has shown the state as it is.
-func (c *Core) MarkClean() { c.e.dirty = false }
+func (c *Core) MarkClean() { c.e.dirty, c.e.urgent = false, false }
 
-// hosted is a Core's effects, carried out by its Host.
-type hosted struct{ c *Core }
+// Urgent reports whether the graph's shape changed since MarkClean (an OR
+// switch, a decomposition, new atoms): a driver that shows the state now
+// and then shows it at once.
+func (c *Core) Urgent() bool { return c.e.urgent }
 
-func (x hosted) start(_ context.Context, t *task, in agent.Task) {
-	h, id := x.c.h, t.id
-	t.cancel = func() { h.Cancel(id) }
-	h.Start(Attempt{ID: t.id, Atom: t.atom, Role: t.role, N: t.attempt, Task: in, Started: t.start})
-}
-func (x hosted) drain() { x.c.h.Drain() }
-func (x hosted) checks(_ context.Context, judges bool) (verify.Report, error) {
-	return x.c.h.Checks(judges)
-}
-func (x hosted) runAgent(_ context.Context, in agent.Task) (agent.Result, error, time.Duration) {
-	return x.c.h.RunAgent(in)
-}
-func (x hosted) event(ev journal.Event) {
-	if ev.Time.IsZero() {
-		ev.Time = x.c.h.Now()
+// Stopped is the end of a loop asked to stop (Stop); ok is false when no
+// stop was asked for.
+func (c *Core) Stopped() (out Outcome, ok bool) {
+	if c.e.stop == nil {
+		return Outcome{}, false
 	}
-	x.c.h.Event(ev)
-}
-func (hosted) flush() error                 { return nil }
-func (hosted) sync() error                  { return nil }
-func (hosted) pauseMarker(*PauseInfo) error { return nil }
-
-// sayTo hands progress lines to a Host.
-type sayTo struct{ h Host }
-
-func (s sayTo) Write(p []byte) (int, error) {
-	s.h.Say(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+	return c.e.outcome(ManualStop, "manual stop: "+*c.e.stop), true
 }
 
-// CheckReport is a verification's result with what its judge did.
-type CheckReport struct {
-	Report  verify.Report   `json:"report"`
-	Events  []journal.Event `json:"events,omitempty"` // the judge's rulings and confirmations
-	Usage   agent.Usage     `json:"usage"`            // the judge's spend
-	Unknown int             `json:"unknown,omitempty"`
-	// Logs are the judges' logs by file name, when the checks ran on
-	// another machine than the loop's (an aot worker hands them back).
-	Logs map[string]string `json:"logs,omitempty"`
-}
-
-// CheckBaseCase verifies s's base case in dir as a local run does, its
-// judged checks by judgeAgent (an agent in the judge role; nil: they count as
-// not passed, not judged). A driver whose checks run elsewhere (an aot
-// worker) calls it there and hands the report to its Core's Host.Checks.
-func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent agent.Agent, agentTimeout, checkTimeout time.Duration) (CheckReport, error) {
-	if agentTimeout <= 0 {
-		agentTimeout = DefaultAgentTimeout
-	}
-	if checkTimeout <= 0 {
-		checkTimeout = verify.DefaultTimeout
-	}
-	e := newEngine(Options{Agent: judgeAgent, Workdir: dir, Settings: Settings{AgentTimeout: agentTimeout, CheckTimeout: checkTimeout}})
-	e.s = s
-	col := &collected{}
-	e.fx = col
-	opts := verify.Options{Dir: dir, Timeout: checkTimeout}
-	if judgeAgent != nil {
-		opts.Judge = &judge{e: e}
-	}
-	rep, err := e.baseCase(ctx, opts)
-	return CheckReport{Report: rep, Events: col.events, Usage: e.usage, Unknown: e.unknown}, err
-}
-
-// collected keeps the events of a verification run away from a loop.
-type collected struct{ events []journal.Event }
-
-func (c *collected) start(context.Context, *task, agent.Task) {}
-func (c *collected) drain()                                   {}
-func (c *collected) checks(context.Context, bool) (verify.Report, error) {
-	return verify.Report{}, nil
-}
-func (c *collected) runAgent(context.Context, agent.Task) (agent.Result, error, time.Duration) {
-	return agent.Result{}, nil, 0
-}
-func (c *collected) event(ev journal.Event) {
-	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-	}
-	c.events = append(c.events, ev)
-}
-func (c *collected) flush() error                 { return nil }
-func (c *collected) sync() error                  { return nil }
-func (c *collected) pauseMarker(*PauseInfo) error { return nil }
+// Fail ends the loop on a failure of the machinery (an I/O error), at
+// once.
+func (c *Core) Fail(err error) Outcome { return c.e.failed(err) }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -31,17 +32,17 @@ func (h *script) Now() time.Time { return h.now }
 func (h *script) Event(ev journal.Event) {
 	h.events = append(h.events, fmt.Sprintf("%s %s %s %d", ev.Type, ev.Role, ev.Atom, ev.Attempt))
 }
-func (h *script) Say(string)      {}
-func (h *script) Start(a Attempt) { h.queue = append(h.queue, a); h.started++ }
-func (h *script) Cancel(id int)   {}
-func (h *script) Drain() {
+func (h *script) Say(string)                         {}
+func (h *script) Start(_ context.Context, a Attempt) { h.queue = append(h.queue, a); h.started++ }
+func (h *script) Cancel(id int)                      {}
+func (h *script) Drain(context.Context) {
 	for len(h.queue) > 0 {
 		a := h.queue[0]
 		h.queue = h.queue[1:]
-		h.c.Finish(a.ID, Finished{Err: &agent.AttemptError{Kind: agent.KindCancelled, Reason: "cancelled"}})
+		h.c.Finish(bg, a.ID, Finished{Err: &agent.AttemptError{Kind: agent.KindCancelled, Reason: "cancelled"}})
 	}
 }
-func (h *script) Checks(bool) (verify.Report, error) {
+func (h *script) Checks(context.Context, bool) (verify.Report, error) {
 	h.checks++
 	for _, a := range h.c.State().Atoms {
 		if a.Status != state.StatusResolved {
@@ -50,9 +51,15 @@ func (h *script) Checks(bool) (verify.Report, error) {
 	}
 	return verify.Report{Passed: true}, nil
 }
-func (h *script) RunAgent(agent.Task) (agent.Result, error, time.Duration) {
+func (h *script) RunAgent(context.Context, agent.Task) (agent.Result, error, time.Duration) {
 	return agent.Result{}, nil, time.Second
 }
+func (h *script) Sync() error                { return nil }
+func (h *script) Flush() error               { return nil }
+func (h *script) ShowPause(*PauseInfo) error { return nil }
+
+// bg is the context a test's Core steps run under.
+var bg = context.Background()
 
 // step finishes the oldest attempt in flight.
 func (h *script) step() {
@@ -61,13 +68,13 @@ func (h *script) step() {
 	h.now = h.now.Add(time.Second)
 	switch {
 	case a.Role == agent.Probe:
-		h.c.Finish(a.ID, Finished{Result: agent.Result{Feasible: true, Findings: "fine"}})
+		h.c.Finish(bg, a.ID, Finished{Result: agent.Result{Feasible: true, Findings: "fine"}})
 	case a.Role == agent.Planner:
-		h.c.Finish(a.ID, Finished{Result: agent.Result{}})
+		h.c.Finish(bg, a.ID, Finished{Result: agent.Result{}})
 	case h.fail(a):
-		h.c.Finish(a.ID, Finished{Result: agent.Result{Summary: "not yet"}})
+		h.c.Finish(bg, a.ID, Finished{Result: agent.Result{Summary: "not yet"}})
 	default:
-		h.c.Finish(a.ID, Finished{Result: agent.Result{Success: true, Summary: "did " + a.Atom}})
+		h.c.Finish(bg, a.ID, Finished{Result: agent.Result{Success: true, Summary: "did " + a.Atom}})
 	}
 }
 
@@ -79,9 +86,9 @@ func (h *script) drive(handOver int) (Outcome, bool) {
 	ended := 0
 	for range 100000 {
 		if out, done := c.Bounds(); done {
-			return c.End(c.GiveUp(out), ""), true
+			return c.End(c.GiveUp(bg, out), ""), true
 		}
-		c.Schedule()
+		c.Schedule(bg)
 		if handOver > 0 && ended >= handOver && c.InFlight() == 0 {
 			return Outcome{}, false
 		}
@@ -89,7 +96,7 @@ func (h *script) drive(handOver int) (Outcome, bool) {
 			c.Hold(true)
 		}
 		if c.Quiet() {
-			if out, done := c.Settle(); done {
+			if out, done := c.Settle(bg); done {
 				return c.End(out, ""), true
 			}
 			continue
@@ -100,7 +107,7 @@ func (h *script) drive(handOver int) (Outcome, bool) {
 		}
 		h.step()
 		ended++
-		if out, done := c.AfterFinish(); done {
+		if out, done := c.AfterFinish(bg); done {
 			return c.End(out, ""), true
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // so a run of failures without any new result costs one check. It returns
 // how many dependencies were reopened.
 func (e *engine) brokenDependencies(ctx context.Context, a *state.Atom) int {
-	if len(a.DependsOn) == 0 || e.depGen == e.gen {
+	if len(a.DependsOn) == 0 || e.book.DepGen == e.book.Gen {
 		return 0
 	}
 	for _, d := range a.DependsOn {
@@ -23,7 +23,7 @@ func (e *engine) brokenDependencies(ctx context.Context, a *state.Atom) int {
 			return 0 // a dependency is not done: nothing to suspect
 		}
 	}
-	e.depGen = e.gen
+	e.book.DepGen = e.book.Gen
 	passed, failures, err := e.verify(ctx, false)
 	if err != nil || passed || e.stop != nil {
 		return 0

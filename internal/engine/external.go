@@ -28,20 +28,21 @@ import (
 const goneSettle = 25
 
 // external handles a state file that changed since the engine's last write.
-func (e *engine) external() error {
-	if err := e.place.check(); err != nil {
+func (l *localHost) external() error {
+	e := l.e
+	if err := l.place.check(); err != nil {
 		return err // moved or deleted: written back, it would be recreated at the old path
 	}
-	e.stamp = stampOf(e.opts.StateFile)
+	l.stamp = stampOf(e.opts.StateFile)
 	path := e.opts.StateFile
-	fs, err := e.store.Read()
+	fs, err := l.store.Read()
 	// A writer that is not atomic (truncate, then write) shows an empty or
 	// half-written file for a moment: give it time to finish before judging.
 	for settle := 0; err != nil && settle < 5; settle++ {
 		time.Sleep(20 * time.Millisecond)
-		if st := stampOf(path); !st.equal(e.stamp) {
-			e.stamp = st
-			fs, err = e.store.Read()
+		if st := stampOf(path); !st.equal(l.stamp) {
+			l.stamp = st
+			fs, err = l.store.Read()
 		}
 	}
 	switch {
@@ -51,33 +52,33 @@ func (e *engine) external() error {
 		// moment before writing it back there.
 		for range goneSettle {
 			time.Sleep(20 * time.Millisecond)
-			if err := e.place.check(); err != nil {
+			if err := l.place.check(); err != nil {
 				return err
 			}
 		}
-		return e.restore("the state file was deleted behind the engine's back; written back from memory", nil)
+		return l.restore("the state file was deleted behind the engine's back; written back from memory", nil)
 	case err != nil:
 		data, _ := os.ReadFile(path)
 		if len(data) == 0 {
-			return e.restore("the state file was emptied behind the engine's back; written back from memory", nil)
+			return l.restore("the state file was emptied behind the engine's back; written back from memory", nil)
 		}
-		return e.restore(fmt.Sprintf("the state file was changed behind the engine's back and cannot be read (%v)", err), data)
+		return l.restore(fmt.Sprintf("the state file was changed behind the engine's back and cannot be read (%v)", err), data)
 	}
 	if fs.Control.StopRequested && e.stop == nil {
 		r := nonBlank(deref(fs.Control.StopReason), "aot stop")
 		e.stop = &r
 	}
-	if e.lastWritten == nil || sameContent(e.lastWritten, fs) {
+	if l.lastWritten == nil || sameContent(l.lastWritten, fs) {
 		return nil // only control changed: a stop request, handled above
 	}
 	if r := state.Validate(fs); !r.Valid() {
 		data, _ := os.ReadFile(path)
-		return e.restore(fmt.Sprintf("the state file was edited behind the engine's back into an invalid state (%s)", r.Errors[0]), data)
+		return l.restore(fmt.Sprintf("the state file was edited behind the engine's back into an invalid state (%s)", r.Errors[0]), data)
 	}
-	next := e.merge(fs)
+	next := l.merge(fs)
 	if r := state.Validate(next); !r.Valid() {
 		data, _ := os.ReadFile(path)
-		return e.restore(fmt.Sprintf("the hand edit of the state file conflicts with the loop's progress (%s)", r.Errors[0]), data)
+		return l.restore(fmt.Sprintf("the hand edit of the state file conflicts with the loop's progress (%s)", r.Errors[0]), data)
 	}
 	typ := "dag_adjustment"
 	if all, _ := invalidated(e.s, next, e.ix); all {
@@ -94,7 +95,8 @@ func (e *engine) external() error {
 
 // restore writes the engine's state back, keeping the person's version (if
 // any) beside the file.
-func (e *engine) restore(why string, theirs []byte) error {
+func (l *localHost) restore(why string, theirs []byte) error {
+	e := l.e
 	ev := journal.Event{Type: journal.HandEdit, OK: journal.Bool(false), Reason: why}
 	if len(theirs) > 0 {
 		kept := fmt.Sprintf("%s.rejected-%s", e.opts.StateFile, e.now().UTC().Format("20060102T150405.000Z"))
@@ -105,16 +107,16 @@ func (e *engine) restore(why string, theirs []byte) error {
 	}
 	e.event(ev)
 	e.say("%s", why)
-	if err := e.jr.Sync(); err != nil {
+	if err := l.jr.Sync(); err != nil {
 		return err
 	}
-	if err := e.store.Create(state.Clone(e.s), true); err != nil {
+	if err := l.store.Create(state.Clone(e.s), true); err != nil {
 		return fmt.Errorf("write the state back: %w", err)
 	}
-	e.stamp = e.writtenStamp()
-	e.lastWritten = state.Clone(e.s)
-	e.dirty = false
-	e.lastFlush = e.now()
+	l.stamp = l.writtenStamp()
+	l.lastWritten = state.Clone(e.s)
+	e.dirty, e.urgent = false, false
+	l.lastFlush = e.now()
 	return nil
 }
 
@@ -127,8 +129,9 @@ func sameContent(a, b *state.State) bool {
 
 // merge is the person's version fs with the engine's progress since its
 // last write, wherever the person left that part as the engine wrote it.
-func (e *engine) merge(fs *state.State) *state.State {
-	lw := e.lastWritten
+func (l *localHost) merge(fs *state.State) *state.State {
+	e := l.e
+	lw := l.lastWritten
 	next := state.Clone(fs)
 	next.Control = e.s.Control
 	next.Control.StopRequested, next.Control.StopReason = fs.Control.StopRequested, fs.Control.StopReason
@@ -185,8 +188,9 @@ func sameGroup(a, b state.ORGroup) bool {
 // writtenStamp is the stamp of the file the engine's store last put in
 // place: taken from the file before it replaced the old one, so a change
 // made right after the write is still noticed.
-func (e *engine) writtenStamp() fileStamp {
-	if fi := e.store.Written(); fi != nil {
+func (l *localHost) writtenStamp() fileStamp {
+	e := l.e
+	if fi := l.store.Written(); fi != nil {
 		return fileStamp{fi: fi}
 	}
 	return stampOf(e.opts.StateFile)

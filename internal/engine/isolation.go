@@ -8,11 +8,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aot-loop/aot/internal/dag"
-	"github.com/aot-loop/aot/internal/state"
-
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/workspace"
 )
 
@@ -44,7 +43,8 @@ type isolation struct {
 // openIsolation decides the run's isolation and prepares it: the orphans of
 // a crashed run are removed, and the integration worktree (journaled first)
 // is created. It returns the parallelism cap the mode imposes (0: none).
-func (e *engine) openIsolation(ctx context.Context) (int, error) {
+func (l *localHost) openIsolation(ctx context.Context) (int, error) {
+	e := l.e
 	mode := e.opts.Isolation
 	if mode == "" {
 		mode = IsolationShared
@@ -77,13 +77,14 @@ func (e *engine) openIsolation(ctx context.Context) (int, error) {
 		e.event(journal.Event{Type: journal.Worktree, Atom: o.Atom, Reason: "removed: left by a run that ended without cleaning up"}.With(journal.WorktreeData{Path: o.Path, Branch: o.Branch}))
 	}
 	e.event(journal.Event{Reason: "a git worktree per worker attempt"}.With(journal.WorkspaceData{Integration: m.IntegrationDir(), Branch: m.Branch()}))
-	if err := e.jr.Sync(); err != nil {
+	if err := l.jr.Sync(); err != nil {
 		return 0, err
 	}
 	if err := m.Start(ctx); err != nil {
 		return 0, err
 	}
-	e.iso = &isolation{m: m}
+	l.iso = &isolation{m: m}
+	e.integration = m.IntegrationDir()
 	if sensitiveDir(m.WorktreesDir()) {
 		e.say("warning: the worktrees are below a .git or .claude folder (%s), where Claude Code refuses every write; choose another folder with --worktree-dir", m.WorktreesDir())
 	}
@@ -101,49 +102,16 @@ func sensitiveDir(dir string) bool {
 	return false
 }
 
-// mayStart reports whether a worker on a may start beside the workers
-// running now: never when their declared scopes overlap; without isolation,
-// only when every running worker and a declare scopes and none overlap.
-func (e *engine) mayStart(a *state.Atom) bool {
-	if role := e.next[a.ID]; role != "" && role != agent.Worker {
-		return true // probes and planners only read
-	}
-	for _, t := range e.tasks {
-		if t.discarded || t.role != agent.Worker {
-			continue
-		}
-		r := e.ix.Atom(t.atom)
-		if r == nil {
-			continue
-		}
-		if e.serial && (len(a.Scope) == 0 || len(r.Scope) == 0) {
-			return false
-		}
-		if len(a.Scope) > 0 && len(r.Scope) > 0 && workspace.Overlap(a.Scope, r.Scope) {
-			return false
-		}
-	}
-	return true
-}
-
-// readDir is where probes, planners, judges and the verifier look: the
-// merged work so far.
-func (e *engine) readDir() string {
-	if e.iso != nil {
-		return e.iso.m.IntegrationDir()
-	}
-	return e.opts.Workdir
-}
-
 // isolatedRun runs a worker attempt in its own worktree: created (after the
 // journal names it), the agent run there, its changes committed and merged
 // when it succeeded, the worktree removed whatever happened.
-func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *taskMerge) (agent.Result, error) {
-	m := e.iso.m
+func (l *localHost) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *taskMerge) (agent.Result, error) {
+	e := l.e
+	m := l.iso.m
 	w := m.Plan(in.Atom.ID, taskID)
 	a.attempt = w
-	_ = e.jr.Append(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt, Reason: "created"}.With(journal.WorktreeData{Path: w.Path, Branch: w.Branch}))
-	if err := e.jr.Sync(); err != nil {
+	_ = l.jr.Append(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt, Reason: "created"}.With(journal.WorktreeData{Path: w.Path, Branch: w.Branch}))
+	if err := l.jr.Sync(); err != nil {
 		return agent.Result{}, &agent.AttemptError{Reason: "journal: " + err.Error()}
 	}
 	cleanup := func(ok bool) {
@@ -154,7 +122,7 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 		}
 		if kept, _ := m.Abandon(cctx, w); kept {
 			a.kept = true
-			_ = e.jr.Append(journal.WorktreeKept(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt}, journal.WorktreeData{Path: w.Path, Branch: w.Branch}))
+			_ = l.jr.Append(journal.WorktreeKept(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt}, journal.WorktreeData{Path: w.Path, Branch: w.Branch}))
 		}
 	}
 	if err := m.Create(ctx, w); err != nil {
@@ -167,7 +135,7 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 		cleanup(false)
 		return res, err
 	}
-	e.iso.merging.Lock()
+	l.iso.merging.Lock()
 	msg := fmt.Sprintf("%s: %s", in.Atom.ID, firstLine(in.Atom.Description))
 	// The merge's intent is journaled, synced, before the merge: a run
 	// that dies during it finds, resumed, whether git holds the merge.
@@ -175,18 +143,18 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 		// A worker that changed none of the files it claimed is judged
 		// before its merge, so that what it did change never reaches the
 		// integration branch (a liar's work never lands).
-		if err := noChangeBeforeMerge(a.expect, changed, claimsIn(w.Dir, res.Artifacts), e.denied.peek(taskID), res.Denials); err != nil {
+		if err := noChangeBeforeMerge(a.expect, changed, claimsIn(w.Dir, res.Artifacts), l.denied.peek(taskID), res.Denials); err != nil {
 			return err
 		}
-		err := e.jr.Append(journal.MergeIntent(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt},
+		err := l.jr.Append(journal.MergeIntent(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt},
 			journal.WorktreeData{Number: w.Number, Branch: w.Branch, Commit: commit, Changed: changed, Summary: res.Summary}))
 		if err == nil {
-			err = e.jr.Sync()
+			err = l.jr.Sync()
 		}
 		return err
 	}
 	mr, merr := m.FinishNoting(context.WithoutCancel(ctx), w, msg, res.Artifacts, intent)
-	e.iso.merging.Unlock()
+	l.iso.merging.Unlock()
 	a.merge = &mr
 	if merr != nil {
 		cleanup(false)
@@ -205,14 +173,6 @@ func (e *engine) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *
 	return res, nil
 }
 
-// taskMerge is what isolation did with an attempt, for integrate.
-type taskMerge struct {
-	attempt workspace.Attempt
-	merge   *workspace.Merge
-	kept    bool
-	expect  bool // the atom expects its worker to change files (expect_changes)
-}
-
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -221,54 +181,27 @@ func firstLine(s string) string {
 	return dag.OneLine(s, 72)
 }
 
-// mergeOutcome turns a merge into the attempt's result: a conflict is a
-// failed attempt (re-run on the merged work); otherwise the atom's artifacts
-// are the files its merge changed, and a difference from the agent's claim
-// is recorded.
-func (e *engine) mergeOutcome(t *task, r *taskResult) (conflict string) {
-	tm := r.iso
-	if tm == nil || tm.merge == nil {
-		return ""
-	}
-	mr := tm.merge
-	data := journal.MergeData{Worktree: tm.attempt.Path, Branch: tm.attempt.Branch, Changed: mr.Changed, Commit: mr.Commit}
-	if len(mr.Unclaimed) > 0 {
-		data.Unclaimed = mr.Unclaimed
-	}
-	if len(mr.Missing) > 0 {
-		data.ClaimedButUnchanged = mr.Missing
-	}
-	e.event(journal.Event{Atom: t.atom, Attempt: t.attempt, OK: journal.Bool(!mr.Conflict)}.With(data))
-	if mr.Conflict {
-		return "conflict: " + strings.Join(mr.ConflictFiles, ", ") + " changed by another atom since this attempt began; it is re-run on the merged work"
-	}
-	r.res.Artifacts = append([]string{}, mr.Changed...)
-	if len(mr.Unclaimed)+len(mr.Missing) > 0 {
-		e.say("%s: its merge changed %d files; the agent claimed otherwise (unclaimed %v, claimed but unchanged %v)", t.atom, len(mr.Changed), mr.Unclaimed, mr.Missing)
-	}
-	return ""
-}
-
 // land puts the merged work where the person will find it: on the branch
 // the run started from when the loop completed (its base case passed);
 // otherwise it stays on the loop's branch.
-func (e *engine) land(ctx context.Context, out *Outcome) string {
-	if e.iso == nil {
+func (l *localHost) land(ctx context.Context, out *Outcome) string {
+	e := l.e
+	if l.iso == nil {
 		return ""
 	}
-	var l workspace.Landing
+	var ld workspace.Landing
 	var err error
 	if out.Reason == Completed {
-		l, err = e.iso.m.Land(context.WithoutCancel(ctx))
+		ld, err = l.iso.m.Land(context.WithoutCancel(ctx))
 	} else {
-		l, err = e.iso.m.Leave(context.WithoutCancel(ctx), "the loop did not complete ("+string(out.Reason)+")")
+		ld, err = l.iso.m.Leave(context.WithoutCancel(ctx), "the loop did not complete ("+string(out.Reason)+")")
 	}
 	if err != nil {
 		e.event(journal.Event{Type: journal.Landing, OK: journal.Bool(false), Reason: err.Error()})
 		return "the merged work could not be landed: " + err.Error()
 	}
-	e.event(journal.Event{Type: journal.Landing, OK: journal.Bool(true), Reason: l.Message})
-	return l.Message
+	e.event(journal.Event{Type: journal.Landing, OK: journal.Bool(true), Reason: ld.Message})
+	return ld.Message
 }
 
 // mergingReason marks the journaled intent of a merge.
@@ -278,11 +211,12 @@ func (e *engine) land(ctx context.Context, out *Outcome) string {
 // merge, without the finish), and the integration branch holds a commit
 // carrying that attempt's trailers. Their work is taken as it is, never
 // merged again. It returns how many it adopted.
-func (e *engine) adoptMerges(ctx context.Context) int {
-	if e.iso == nil {
+func (l *localHost) adoptMerges(ctx context.Context) int {
+	e := l.e
+	if l.iso == nil {
 		return 0
 	}
-	merged, err := e.iso.m.Merged(ctx)
+	merged, err := l.iso.m.Merged(ctx)
 	if err != nil {
 		e.say("could not list the merges of the previous run: %v", err)
 		return 0
@@ -334,7 +268,7 @@ func (e *engine) adoptMerges(ctx context.Context) int {
 		a.Status = state.StatusResolved
 		_ = dag.Bind(e.s, a.ID, nonBlank(summary, "resolved by the worker"), mg.Changed)
 		e.event(journal.Event{Atom: a.ID, Role: string(agent.Worker), Attempt: ev.Attempt, OK: journal.Bool(true),
-			Reason: "adopted: its merge was already on " + e.iso.m.Branch() + " when the previous run ended; not merged again",
+			Reason: "adopted: its merge was already on " + l.iso.m.Branch() + " when the previous run ended; not merged again",
 		}.With(journal.AtomFinishData{Summary: summary, Artifacts: mg.Changed, Commit: mg.Commit}))
 		e.say("%s: adopted its merge %.12s, made before the previous run ended", a.ID, mg.Commit)
 		last[mg.Atom] = journal.Event{} // one adoption per atom

@@ -48,7 +48,20 @@ const (
 // person's to confirm when the loop would complete; on a quality check only
 // its scores count, aot does the arithmetic.
 type judge struct {
-	e *engine
+	agent     agent.Agent
+	timeout   time.Duration // bounds one ruling
+	dir       string        // the merged work, read-only
+	stateFile string        // what the judge's task names
+	objective *state.Objective
+	// confirmFn asks a person (Options.Confirm); nil: judged assertions
+	// are recorded as unconfirmed.
+	confirmFn func(ctx context.Context, item, evidence string) (bool, error)
+	record    func(journal.Event)              // the verification's events
+	say       func(format string, args ...any) // progress for people
+	// usage and unknown are what the judge's agents cost, summed as the
+	// loop sums it; the verification's caller adds them to its own.
+	usage   agent.Usage
+	unknown int
 	// verdicts are this verification's rulings, so that a second pass after
 	// a refusal asks no agent again.
 	verdicts map[*state.Check]ruling
@@ -64,12 +77,12 @@ type ruling struct {
 	evidence string
 }
 
-// baseCase verifies the base case. When it passes with judged assertions,
-// the loop would complete: the person confirms them first, and a refusal
-// makes the verdict again with that assertion failed (commands run again;
-// no agent is asked again).
-func (e *engine) baseCase(ctx context.Context, opts verify.Options) (verify.Report, error) {
-	rep, err := verify.BaseCase(ctx, e.s.Objective.BaseCase, opts)
+// baseCase verifies bc. When it passes with judged assertions, the loop
+// would complete: the person confirms them first, and a refusal makes the
+// verdict again with that assertion failed (commands run again; no agent
+// is asked again).
+func baseCase(ctx context.Context, bc *state.BaseCase, opts verify.Options) (verify.Report, error) {
+	rep, err := verify.BaseCase(ctx, bc, opts)
 	j, ok := opts.Judge.(*judge)
 	if !ok || err != nil || !rep.Passed || len(j.asserted) == 0 {
 		return rep, err
@@ -79,7 +92,7 @@ func (e *engine) baseCase(ctx context.Context, opts verify.Options) (verify.Repo
 		return rep, err
 	}
 	j.replay = true
-	return verify.BaseCase(ctx, e.s.Objective.BaseCase, opts)
+	return verify.BaseCase(ctx, bc, opts)
 }
 
 // Judge rules on one assertion or quality check (verify.Judge). An error
@@ -109,7 +122,7 @@ func (j *judge) Judge(ctx context.Context, item string, c *state.Check) (bool, s
 // the answer.
 func (j *judge) rule(ctx context.Context, item string, c *state.Check) (ruling, error) {
 	v := ruling{item: item, check: c}
-	dir := j.e.readDir()
+	dir := j.dir
 	files, truncated, err := scopeFiles(dir, c.Scope)
 	if err != nil {
 		return v, err
@@ -121,25 +134,25 @@ func (j *judge) rule(ctx context.Context, item string, c *state.Check) (ruling, 
 	t := agent.Task{
 		Role:      agent.Judge,
 		Atom:      agent.AtomRef{ID: "base_case", Description: item, DependsOn: []string{}},
-		Objective: agent.Objective{Goal: j.e.s.Objective.Goal, DefinitionOfDone: j.e.s.Objective.DefinitionOfDone},
+		Objective: agent.Objective{Goal: j.objective.Goal, DefinitionOfDone: j.objective.DefinitionOfDone},
 		Bindings:  map[string]agent.Binding{},
 		Workdir:   dir,
 		Attempt:   1,
-		StateFile: j.e.opts.StateFile,
+		StateFile: j.stateFile,
 		Check:     checkJSON(c),
 		Files:     files,
 	}
-	tctx, cancel := context.WithTimeout(ctx, j.e.opts.AgentTimeout)
+	tctx, cancel := context.WithTimeout(ctx, j.timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := j.e.opts.Agent.Run(tctx, t)
-	j.e.addUsage(res.Usage, err)
+	res, err := j.agent.Run(tctx, t)
+	j.spent(attemptUsage(res, err))
 	if err == nil {
 		if c.Type == state.CheckQuality {
 			v.passed, v.evidence, err = scoreQuality(c, res)
 		} else {
 			v.passed, v.evidence = res.Passed, bound(res.Evidence, maxJudgeEvidence)
-			if v.passed && j.e.opts.Confirm == nil {
+			if v.passed && j.confirmFn == nil {
 				v.evidence += unconfirmedSuffix
 			}
 		}
@@ -147,15 +160,23 @@ func (j *judge) rule(ctx context.Context, item string, c *state.Check) (ruling, 
 
 	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Judge), OK: journal.Bool(err == nil && v.passed),
 		Reason: item, DurationMS: time.Since(start).Milliseconds()}
-	d := j.e.usageFields(&ev, taskResult{res: res, err: err})
+	d := usageFields(&ev, taskResult{res: res, err: err})
 	d.Check, d.Files, d.FilesTruncated = c.Type, len(files), truncated
 	if err != nil {
 		d.Error = err.Error()
 	} else {
 		d.Evidence = v.evidence
 	}
-	j.e.event(ev.With(d))
+	j.record(ev.With(d))
 	return v, err
+}
+
+// spent adds what one ruling cost to the judge's spend.
+func (j *judge) spent(u agent.Usage) {
+	if refused := tally(&j.usage, &j.unknown, u); refused != "" {
+		j.record(usageRefused(refused))
+		j.say("usage reported by an agent was refused: %s", dag.OneLine(refused, 200))
+	}
 }
 
 // confirm asks the person about each assertion the judge passed, now that
@@ -165,11 +186,11 @@ func (j *judge) rule(ctx context.Context, item string, c *state.Check) (ruling, 
 func (j *judge) confirm(ctx context.Context) (bool, error) {
 	refused := false
 	for _, a := range j.asserted {
-		if j.e.opts.Confirm == nil {
-			j.e.event(journal.Event{Type: confirmEvent, Atom: "base_case", OK: journal.Bool(true), Reason: "unconfirmed: no terminal to ask"}.With(journal.ConfirmData{Item: a.item}))
+		if j.confirmFn == nil {
+			j.record(journal.Event{Type: confirmEvent, Atom: "base_case", OK: journal.Bool(true), Reason: "unconfirmed: no terminal to ask"}.With(journal.ConfirmData{Item: a.item}))
 			continue
 		}
-		ok, err := j.e.opts.Confirm(ctx, a.item, a.evidence)
+		ok, err := j.confirmFn(ctx, a.item, a.evidence)
 		if err != nil {
 			return false, fmt.Errorf("asking the person to confirm %q: %w", a.item, err)
 		}
@@ -182,7 +203,7 @@ func (j *judge) confirm(ctx context.Context) (bool, error) {
 			j.refused[a.check] = true
 			refused = true
 		}
-		j.e.event(journal.Event{Type: confirmEvent, Atom: "base_case", OK: journal.Bool(ok), Reason: reason}.With(journal.ConfirmData{Item: a.item}))
+		j.record(journal.Event{Type: confirmEvent, Atom: "base_case", OK: journal.Bool(ok), Reason: reason}.With(journal.ConfirmData{Item: a.item}))
 	}
 	return refused, nil
 }
@@ -420,4 +441,85 @@ func (s scopeFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		}
 	}
 	return kept, err
+}
+
+// checkJSON is the check a judge gets, in the state file's own field names.
+func checkJSON(c *state.Check) map[string]any {
+	if c == nil {
+		return nil
+	}
+	m := map[string]any{"type": c.Type}
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set("value", c.Value)
+	set("criteria", c.Criteria)
+	set("scope", c.Scope)
+	set("timeout", c.Timeout)
+	if c.PassThreshold != nil {
+		m["pass_threshold"] = *c.PassThreshold
+	}
+	if len(c.Rubric) > 0 {
+		var rubric []map[string]any
+		for _, r := range c.Rubric {
+			item := map[string]any{"criterion": r.Criterion}
+			if r.Description != "" {
+				item["description"] = r.Description
+			}
+			if r.Weight != 0 {
+				item["weight"] = r.Weight
+			}
+			for _, l := range r.Levels {
+				levels, _ := item["levels"].([]map[string]any)
+				item["levels"] = append(levels, map[string]any{"score": l.Score, "text": l.Text})
+			}
+			rubric = append(rubric, item)
+		}
+		m["rubric"] = rubric
+	}
+	return m
+}
+
+// CheckReport is a verification's result with what its judge did.
+type CheckReport struct {
+	Report  verify.Report   `json:"report"`
+	Events  []journal.Event `json:"events,omitempty"` // the judge's rulings and confirmations
+	Usage   agent.Usage     `json:"usage"`            // the judge's spend
+	Unknown int             `json:"unknown,omitempty"`
+	// Logs are the judges' logs by file name, when the checks ran on
+	// another machine than the loop's (an aot worker hands them back).
+	Logs map[string]string `json:"logs,omitempty"`
+}
+
+// CheckBaseCase verifies s's base case in dir as a local run does, its
+// judged checks by judgeAgent (an agent in the judge role; nil: they count as
+// not passed, not judged). A driver whose checks run elsewhere (an aot
+// worker) calls it there and hands the report to its Core's Host.Checks.
+func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent agent.Agent, agentTimeout, checkTimeout time.Duration) (CheckReport, error) {
+	if agentTimeout <= 0 {
+		agentTimeout = DefaultAgentTimeout
+	}
+	if checkTimeout <= 0 {
+		checkTimeout = verify.DefaultTimeout
+	}
+	var events []journal.Event
+	j := &judge{agent: judgeAgent, timeout: agentTimeout, dir: dir, objective: &s.Objective,
+		record: func(ev journal.Event) {
+			if ev.Iteration == 0 {
+				ev.Iteration = s.Control.Iteration
+			}
+			if ev.Time.IsZero() {
+				ev.Time = time.Now()
+			}
+			events = append(events, ev)
+		},
+		say: func(string, ...any) {}}
+	opts := verify.Options{Dir: dir, Timeout: checkTimeout}
+	if judgeAgent != nil {
+		opts.Judge = j
+	}
+	rep, err := baseCase(ctx, s.Objective.BaseCase, opts)
+	return CheckReport{Report: rep, Events: events, Usage: j.usage, Unknown: j.unknown}, err
 }

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -375,5 +377,42 @@ func TestJudgeAssertionTheJudgeFailsIsNotPutToThePerson(t *testing.T) {
 	}
 	if len(p.asked) != 0 {
 		t.Fatalf("asked %q", p.asked)
+	}
+}
+
+// CheckBaseCase is the verification an aot worker runs for a Temporal
+// loop: the judge's ruling and the confirmation it records come back as
+// the loop's events, numbered with the loop's iteration, with what the
+// judge cost, and no engine is needed to get them.
+func TestCheckBaseCaseHandsBackTheJudgesEventsAndSpend(t *testing.T) {
+	path, dir, ag := judgeProject(t, &state.Check{Type: state.CheckAssertion, Value: "the README is clear"}, assertionAnswer)
+	if err := os.WriteFile(filepath.Join(dir, "A.ok"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := state.NewStore(path).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Control.Iteration = 3
+	rep, err := CheckBaseCase(context.Background(), s, dir, ag, time.Minute, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Report.Passed {
+		t.Fatalf("the base case did not pass: %+v", rep.Report)
+	}
+	var kinds []string
+	for _, ev := range rep.Events {
+		if ev.Iteration != 3 || ev.Time.IsZero() {
+			t.Errorf("event %s has iteration %d, time %v; want iteration 3 and a time", ev.Type, ev.Iteration, ev.Time)
+		}
+		kinds = append(kinds, string(ev.Type)+" "+ev.Role+" "+ev.Reason)
+	}
+	want := []string{"atom_finish judge judged", "confirm  unconfirmed: no terminal to ask"}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("events = %q, want %q", kinds, want)
+	}
+	if rep.Unknown != 1 || rep.Usage.Tokens() != 0 {
+		t.Errorf("spend = %+v, %d unknown; want the judge's one call counted as unknown", rep.Usage, rep.Unknown)
 	}
 }

@@ -82,19 +82,19 @@ func (e *engine) pause(kill bool, reason string) error {
 	if reason == "" {
 		reason = "aot pause"
 	}
-	if e.paused != nil {
-		if kill && !e.paused.Kill {
-			e.paused.Kill = true
+	if e.book.Paused != nil {
+		if kill && !e.book.Paused.Kill {
+			e.book.Paused.Kill = true
 			e.killRunning("paused: " + reason)
 		}
 		return e.writePause()
 	}
-	e.paused = &PauseInfo{Since: e.now(), Kill: kill, Reason: reason}
+	e.book.Paused = &PauseInfo{Since: e.now(), Kill: kill, Reason: reason}
 	if kill {
 		e.killRunning("paused: " + reason)
 	}
 	if err := e.writePause(); err != nil {
-		e.paused = nil
+		e.book.Paused = nil
 		return err
 	}
 	e.event(journal.Event{Reason: reason}.With(journal.PauseData{Kill: kill, Running: len(e.tasks)}))
@@ -103,27 +103,27 @@ func (e *engine) pause(kill bool, reason string) error {
 	} else {
 		e.say("paused: %s (%s finishing, nothing new starts)", reason, brief.Count(len(e.tasks), "running agent"))
 	}
-	return e.syncJournal()
+	return e.host.Sync()
 }
 
 func (e *engine) resume(reason string) error {
-	if e.paused == nil {
+	if e.book.Paused == nil {
 		return ErrNotPaused
 	}
 	if reason == "" {
 		reason = "aot resume"
 	}
-	held := e.now().Sub(e.paused.Since)
-	e.pausedFor += held
-	e.paused = nil
-	if err := e.fx.pauseMarker(nil); err != nil {
+	held := e.now().Sub(e.book.Paused.Since)
+	e.book.PausedFor += held
+	e.book.Paused = nil
+	if err := e.host.ShowPause(nil); err != nil {
 		return err
 	}
 	e.event(journal.Event{Reason: reason}.With(journal.ResumeData{PausedMS: held.Milliseconds()}))
 	// A person held the loop: the sweep starts afresh.
 	e.newSweep()
 	e.say("resumed: %s (paused %s)", reason, held.Round(time.Second))
-	return e.syncJournal()
+	return e.host.Sync()
 }
 
 func (e *engine) killRunning(why string) {
@@ -132,7 +132,7 @@ func (e *engine) killRunning(why string) {
 	}
 }
 
-func (e *engine) writePause() error { return e.fx.pauseMarker(e.paused) }
+func (e *engine) writePause() error { return e.host.ShowPause(e.book.Paused) }
 
 // writePause records p where aot status and the server see it.
 func writePause(stateFile string, p *PauseInfo) error {
@@ -166,9 +166,9 @@ func (e *engine) clearPause() {
 // active is the time this run has been allowed to work: paused time is not
 // charged to max_wall_time.
 func (e *engine) active() time.Duration {
-	d := e.now().Sub(e.start) - e.pausedFor
-	if e.paused != nil {
-		d -= e.now().Sub(e.paused.Since)
+	d := e.now().Sub(e.book.Start) - e.book.PausedFor
+	if e.book.Paused != nil {
+		d -= e.now().Sub(e.book.Paused.Since)
 	}
 	return d
 }

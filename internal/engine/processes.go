@@ -49,17 +49,18 @@ func (ts *treeSet) list() []proc.Tree {
 // started records an attempt's process tree: in memory for checkpoints, and
 // in the journal at once (synced), so that even a crash right after the
 // start leaves a trace to clean up.
-func (e *engine) started(id int, atom string, attempt int, t proc.Tree) {
-	e.trees.add(id, t)
-	_ = e.jr.Append(journal.Event{Atom: atom, Attempt: attempt}.With(journal.ProcessData{Tree: t}))
-	_ = e.jr.Sync()
+func (l *localHost) started(id int, atom string, attempt int, t proc.Tree) {
+	l.trees.add(id, t)
+	_ = l.jr.Append(journal.Event{Atom: atom, Attempt: attempt}.With(journal.ProcessData{Tree: t}))
+	_ = l.jr.Sync()
 }
 
-func (e *engine) liveTrees() []proc.Tree { return e.trees.list() }
+func (l *localHost) liveTrees() []proc.Tree { return l.trees.list() }
 
 // killSurvivors kills the process trees that a previous engine left: those
 // in its last checkpoint and those started after it.
-func (e *engine) killSurvivors(cp *journal.Event, after []journal.Event) {
+func (l *localHost) killSurvivors(cp *journal.Event, after []journal.Event) {
+	e := l.e
 	var trees []proc.Tree
 	if cp != nil {
 		trees = append(trees, journal.DataOf[journal.CheckpointData](*cp).Processes...)

@@ -22,43 +22,37 @@ const (
 	rateMaxInRow = 12
 )
 
-type rateState struct {
-	until time.Time // start nothing before this
-	inRow int       // rate-limited answers since the last other answer
-	cap   int       // agents at once while it lasts; 0 = no cap
-}
-
 // slots is how many agents may run at once now.
 func (e *engine) slots() int {
-	if e.rate.cap > 0 && e.rate.cap < e.parallel {
-		return e.rate.cap
+	if e.book.RateCap > 0 && e.book.RateCap < e.parallel {
+		return e.book.RateCap
 	}
 	return e.parallel
 }
 
 // rateLimited handles a rate-limited attempt of t.
 func (e *engine) rateLimited(t *task, ae *agent.AttemptError) {
-	e.rate.inRow++
+	e.book.RateInRow++
 	wait := ae.RetryAfter
 	if wait <= 0 {
 		wait = rateFirstWait
-		for i := 1; i < e.rate.inRow && wait < rateMaxWait; i++ {
+		for i := 1; i < e.book.RateInRow && wait < rateMaxWait; i++ {
 			wait *= 2
 		}
 	}
 	wait = min(wait, rateMaxWait)
 	until := e.now().Add(wait)
-	if until.After(e.rate.until) {
-		e.rate.until = until
+	if until.After(e.book.RateUntil) {
+		e.book.RateUntil = until
 	}
 	running := len(e.tasks) + 1 // t was running too
-	if c := max(1, min(e.slots(), running)/2); e.rate.cap == 0 || c < e.rate.cap {
-		e.rate.cap = c
+	if c := max(1, min(e.slots(), running)/2); e.book.RateCap == 0 || c < e.book.RateCap {
+		e.book.RateCap = c
 	}
-	e.event(journal.Event{Type: journal.RateLimit, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: ae.Reason, DurationMS: wait.Milliseconds()}.With(journal.RateLimitData{Until: e.rate.until.Format(time.RFC3339Nano), MaxParallel: e.rate.cap, InARow: e.rate.inRow, Kind: string(ae.Kind)}))
-	e.say("rate limited (%s on %s): waiting %s, then at most %s at once", dag.OneLine(ae.Reason, 80), t.atom, wait.Round(time.Millisecond), brief.Count(e.rate.cap, "agent"))
-	if e.rate.inRow >= rateMaxInRow {
-		e.stopWith(UsageLimit, fmt.Sprintf("usage_limit: the agent's provider refused %d times in a row for rate limits (last: %s); aot run resumes the loop later", e.rate.inRow, dag.OneLine(ae.Reason, 200)))
+	e.event(journal.Event{Type: journal.RateLimit, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, Reason: ae.Reason, DurationMS: wait.Milliseconds()}.With(journal.RateLimitData{Until: e.book.RateUntil.Format(time.RFC3339Nano), MaxParallel: e.book.RateCap, InARow: e.book.RateInRow, Kind: string(ae.Kind)}))
+	e.say("rate limited (%s on %s): waiting %s, then at most %s at once", dag.OneLine(ae.Reason, 80), t.atom, wait.Round(time.Millisecond), brief.Count(e.book.RateCap, "agent"))
+	if e.book.RateInRow >= rateMaxInRow {
+		e.stopWith(UsageLimit, fmt.Sprintf("usage_limit: the agent's provider refused %d times in a row for rate limits (last: %s); aot run resumes the loop later", e.book.RateInRow, dag.OneLine(ae.Reason, 200)))
 		return
 	}
 	if _, running := e.busy[t.atom]; !running && e.ix.Ready(t.atom) {
@@ -69,11 +63,11 @@ func (e *engine) rateLimited(t *task, ae *agent.AttemptError) {
 // rateCleared notes an answer without a rate limit: the count in a row
 // restarts, and the cap on agents rises by one until it is gone.
 func (e *engine) rateCleared() {
-	e.rate.inRow = 0
-	if e.rate.cap > 0 {
-		e.rate.cap++
-		if e.rate.cap >= e.parallel {
-			e.rate.cap = 0
+	e.book.RateInRow = 0
+	if e.book.RateCap > 0 {
+		e.book.RateCap++
+		if e.book.RateCap >= e.parallel {
+			e.book.RateCap = 0
 		}
 	}
 }

@@ -27,7 +27,7 @@ func (e *engine) redirect(r request) {
 		e.say("redirect refused: %v", err)
 		return
 	}
-	err = e.flush()
+	err = e.host.Flush()
 	answer(r, err)
 	if err != nil {
 		e.say("redirect failed: %v", err)
@@ -46,10 +46,10 @@ func (e *engine) change(c Change) ([]string, error) {
 	}
 	// Bounds a person sets now win over this run's flags.
 	if c.MaxParallelAgents != nil {
-		e.opts.MaxParallel = 0
+		e.book.MaxParallel = 0
 	}
 	if c.MaxIterations != nil {
-		e.opts.MaxIterations = 0
+		e.book.MaxIterations = 0
 	}
 	stopped := e.adopt(work, "redirect: "+c.Reason)
 	e.event(journal.Event{OK: journal.Bool(true), Reason: c.Reason}.With(journal.RedirectData{Stopped: &stopped}))
@@ -85,24 +85,24 @@ func (e *engine) adopt(next *state.State, why string) []string {
 		e.kill(id, why)
 	}
 	if all {
-		e.next = map[string]agent.Role{}
-		e.planned = map[string]bool{}
-		e.notes = map[string]string{}
-		e.waiting = map[string]time.Time{}
+		e.book.Next = map[string]agent.Role{}
+		e.book.Planned = map[string]bool{}
+		e.book.Notes = map[string]string{}
+		e.book.Waiting = map[string]time.Time{}
 	} else {
 		for id := range hit {
-			delete(e.next, id)
-			delete(e.planned, id)
-			delete(e.notes, id)
-			delete(e.waiting, id)
+			delete(e.book.Next, id)
+			delete(e.book.Planned, id)
+			delete(e.book.Notes, id)
+			delete(e.book.Waiting, id)
 		}
 	}
-	e.gen++
-	e.verifiedGen = -1
+	e.book.Gen++
+	e.book.VerifiedGen = -1
 	e.halt = nil
 	e.draining = false
 	e.s.Control.StallCount = 0
-	e.expands = 0
+	e.book.Expands = 0
 	e.applyBounds()
 	e.rebuild()
 	e.newSweep()

@@ -75,15 +75,15 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 			if item != a.ID && (!byFiles || b == nil || claimants[item] != 1 || !namesAny(checks[item], e.filesOf(b))) {
 				continue
 			}
-			if e.reopens[a.ID] >= e.maxAttempts() {
+			if e.book.Reopens[a.ID] >= e.maxAttempts() {
 				continue // reopened often enough: the stop will name the check
 			}
-			e.reopens[a.ID]++
-			e.sweepRepair = true
+			e.book.Reopens[a.ID]++
+			e.book.SweepRepair = true
 			why := fmt.Sprintf("the base case check %q fails after this atom was resolved: %s", item, ev)
 			e.s.DeleteBinding(a.ID)
 			delete(e.bindIdx, a.ID)
-			e.event(journal.Event{Atom: a.ID, Reason: "reopened: " + dag.OneLine(why, 500)}.With(journal.AtomResetData{Reopens: e.reopens[a.ID]}))
+			e.event(journal.Event{Atom: a.ID, Reason: "reopened: " + dag.OneLine(why, 500)}.With(journal.AtomResetData{Reopens: e.book.Reopens[a.ID]}))
 			e.say("%s reopened: the check %q fails (%s)", a.ID, item, dag.OneLine(ev, 80))
 			a.Status = state.StatusPending
 			a.LastFailure = dag.OneLine(why, 500)
@@ -102,7 +102,7 @@ func (e *engine) reopenWhere(failures []string, keep func(id string) bool) int {
 		}
 	}
 	if n > 0 {
-		e.gen++
+		e.book.Gen++
 		e.expanded = true // the verification found work: not a stall unless it repeats
 		e.structural()
 	}

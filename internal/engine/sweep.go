@@ -24,30 +24,30 @@ import (
 // newSweep starts a sweep: every atom that is executable now (ready,
 // running, or waiting out a backoff) must get an attempt before it ends.
 func (e *engine) newSweep() {
-	e.sweepRepair = false
-	e.attempted = map[string]bool{}
+	e.book.SweepRepair = false
+	e.book.Attempted = map[string]bool{}
 	e.unattempted = map[string]bool{}
-	e.sweepReported = false
-	e.sweepStart = e.unresolvedCount()
+	e.book.SweepReported = false
+	e.book.SweepStart = e.unresolvedCount()
 	e.recountSweep()
 }
 
 // recountSweep recomputes the atoms the sweep still waits for, after the
 // graph's shape changed.
 func (e *engine) recountSweep() {
-	if e.attempted == nil {
+	if e.book.Attempted == nil {
 		return
 	}
 	un := map[string]bool{}
 	add := func(id string) {
-		if !e.attempted[id] {
+		if !e.book.Attempted[id] {
 			un[id] = true
 		}
 	}
 	for id := range e.ready {
 		add(id)
 	}
-	for id := range e.waiting {
+	for id := range e.book.Waiting {
 		add(id)
 	}
 	for _, t := range e.tasks {
@@ -62,14 +62,14 @@ func (e *engine) recountSweep() {
 
 // attemptDone records a finished worker attempt (or a resolution) of id.
 func (e *engine) attemptDone(id string) {
-	e.attempted[id] = true
+	e.book.Attempted[id] = true
 	delete(e.unattempted, id)
 }
 
 // checkSweep ends the sweep when no executable atom is left untried.
 // It reports whether the sweep ended without progress.
 func (e *engine) checkSweep() bool {
-	if len(e.unattempted) > 0 || len(e.attempted) == 0 {
+	if len(e.unattempted) > 0 || len(e.book.Attempted) == 0 {
 		return false
 	}
 	stall := e.endIteration() == "stall"
@@ -154,7 +154,7 @@ func (e *engine) backoff(a *state.Atom) {
 	}
 	d = min(d, e.opts.MaxBackoff)
 	until := e.now().Add(d)
-	e.waiting[a.ID] = until
+	e.book.Waiting[a.ID] = until
 	delete(e.ready, a.ID)
 	e.event(journal.Event{Atom: a.ID, Attempt: a.Attempts, DurationMS: d.Milliseconds()}.With(journal.BackoffData{Until: until.Format(time.RFC3339Nano)}))
 }
@@ -162,15 +162,15 @@ func (e *engine) backoff(a *state.Atom) {
 // release makes the atoms whose backoff has ended ready again.
 func (e *engine) release() {
 	e.quotaResumed()
-	if len(e.waiting) == 0 {
+	if len(e.book.Waiting) == 0 {
 		return
 	}
 	now := e.now()
-	for id, until := range e.waiting {
+	for id, until := range e.book.Waiting {
 		if now.Before(until) {
 			continue
 		}
-		delete(e.waiting, id)
+		delete(e.book.Waiting, id)
 		if _, running := e.busy[id]; !running && e.ix.Ready(id) {
 			e.markReady(id)
 		}
@@ -180,7 +180,7 @@ func (e *engine) release() {
 // waitingForTime reports whether the loop has nothing to run now but will
 // have: an atom waits out its backoff, or the agent's quota resets.
 func (e *engine) waitingForTime() bool {
-	return len(e.waiting) > 0 || e.now().Before(e.quotaUntil) || e.now().Before(e.rate.until)
+	return len(e.book.Waiting) > 0 || e.now().Before(e.book.QuotaUntil) || e.now().Before(e.book.RateUntil)
 }
 
 // parked reports whether an atom has used up max_attempts_per_atom: it is
@@ -249,16 +249,64 @@ func workerRole(r agent.Role) bool { return r == agent.Worker }
 // attempts on reopened atoms, and with them the repair sweeps, are
 // bounded.
 func (e *engine) repairSweep() bool {
-	if e.sweepRepair {
+	if e.book.SweepRepair {
 		return true
 	}
-	if len(e.attempted) == 0 {
+	if len(e.book.Attempted) == 0 {
 		return false
 	}
-	for id := range e.attempted {
-		if e.reopens[id] == 0 {
+	for id := range e.book.Attempted {
+		if e.book.Reopens[id] == 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// endIteration evaluates a sweep or a verification round: fewer unresolved
+// atoms than when it began is progress; the same count is a stall; more,
+// because the graph was expanded, is tolerated max_stall_count times in a
+// row and then counts as a stall.
+func (e *engine) endIteration() string {
+	c := &e.s.Control
+	c.Iteration++
+	u := e.unresolvedCount()
+	prev := e.book.SweepStart
+	max := e.s.Objective.Constraints.MaxStallCount
+	kind := "progress"
+	switch {
+	case u < prev:
+		c.StallCount = 0
+		e.book.Expands = 0
+	case u > prev && e.expanded:
+		e.book.Expands++
+		kind = "expansion"
+		if max > 0 && e.book.Expands > max {
+			c.StallCount++
+			kind = "stall"
+		}
+	case len(e.book.Attempted) > 0 && !e.book.SweepReported:
+		// Only crashes, timeouts or garbage: they say nothing about whether
+		// the work can be done, and are bounded per atom by
+		// max_attempts_per_atom.
+		kind = "retry"
+	default:
+		c.StallCount++
+		e.book.Expands = 0
+		kind = "stall"
+	}
+	c.PrevPendingCount = u
+	e.expanded = false
+	e.dirty = true
+	data := journal.IterationData{Unresolved: journal.Ref(u), UnresolvedBefore: journal.Ref(prev), StallCount: c.StallCount, Attempted: journal.Ref(len(e.book.Attempted))}
+	if e.repairSweep() {
+		e.book.Repairs++
+		data.Repair = true
+	}
+	e.event(journal.Event{Iteration: c.Iteration, Reason: kind}.With(data))
+	if kind == "stall" {
+		e.event(journal.Event{Iteration: c.Iteration}.With(journal.StallData{StallCount: c.StallCount, Unresolved: u}))
+		e.say("iteration %d: no progress (stall %d of %d)", c.Iteration, c.StallCount, max)
+	}
+	return kind
 }

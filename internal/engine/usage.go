@@ -34,35 +34,38 @@ func attemptUsage(res agent.Result, err error) agent.Usage {
 
 // addUsage adds an attempt's usage to the loop's totals.
 func (e *engine) addUsage(u agent.Usage, err error) {
-	if err != nil {
-		var ae *agent.AttemptError
-		if errors.As(err, &ae) {
-			u = ae.Usage
-		} else {
-			u = agent.Usage{}
-		}
-	}
-	e.addKnown(u)
+	e.addKnown(attemptUsage(agent.Result{Usage: u}, err))
 }
 
 func (e *engine) addKnown(u agent.Usage) {
-	if !u.Known {
-		e.unknown++
-	}
-	if u.Refused != "" {
+	if refused := tally(&e.book.Usage, &e.book.Unknown, u); refused != "" {
 		// Numbers no budget can use: said and journaled, never summed.
-		e.event(journal.Event{Reason: u.Refused}.With(journal.UsageRefusedData{Refused: strings.Split(u.Refused, "; ")}))
-		e.say("usage reported by an agent was refused: %s", dag.OneLine(u.Refused, 200))
+		e.event(usageRefused(refused))
+		e.say("usage reported by an agent was refused: %s", dag.OneLine(refused, 200))
 	}
-	u.Refused = ""
-	e.usage = e.usage.Plus(u)
-	e.usage.Known = false
+}
+
+// tally adds u to a total and to its count of attempts that reported
+// nothing; it returns the numbers it refused to sum ("" when none).
+func tally(total *agent.Usage, unknown *int, u agent.Usage) (refused string) {
+	if !u.Known {
+		*unknown++
+	}
+	refused, u.Refused = u.Refused, ""
+	*total = total.Plus(u)
+	total.Known = false
+	return refused
+}
+
+// usageRefused is the event of usage numbers no budget can use.
+func usageRefused(refused string) journal.Event {
+	return journal.Event{Reason: refused}.With(journal.UsageRefusedData{Refused: strings.Split(refused, "; ")})
 }
 
 // usageFields writes an attempt's usage into its journal event (an
 // atom_finish): the totals on the event, the tokens (or that the agent
 // reported none) in the data it returns, which the caller completes.
-func (e *engine) usageFields(ev *journal.Event, r taskResult) journal.AtomFinishData {
+func usageFields(ev *journal.Event, r taskResult) journal.AtomFinishData {
 	u := attemptUsage(r.res, r.err)
 	ev.Tokens = u.Tokens()
 	ev.CostUSD = agent.AddCost(0, u.CostUSD)
@@ -75,63 +78,6 @@ func (e *engine) usageFields(ev *journal.Event, r taskResult) journal.AtomFinish
 	}
 	*ev = ev.With(d)
 	return d
-}
-
-// checkpointData is what a checkpoint carries: the loop's usage so far and
-// the process trees of the attempts in flight.
-func (e *engine) checkpointData() journal.CheckpointData {
-	d := journal.CheckpointData{
-		InputTokens:  journal.Ref(journal.Count(e.usage.InputTokens)),
-		OutputTokens: journal.Count(e.usage.OutputTokens),
-		CostUSD:      e.usage.CostUSD,
-		UsageUnknown: journal.Count(e.unknown),
-	}
-	if trees := e.liveTrees(); len(trees) > 0 {
-		d.Processes = trees
-	}
-	return d
-}
-
-// loadUsage sets the loop's totals from the journal: the last checkpoint's
-// totals plus every finished attempt after it, summed as the engine sums
-// them (saturating; a negative or non-finite number counts as nothing). A
-// journal written before checkpoints carried totals is summed whole.
-func (e *engine) loadUsage(cp *journal.Event, after []journal.Event) error {
-	if cp != nil {
-		if journal.DataOf[journal.CheckpointData](*cp).InputTokens == nil {
-			// An older journal: no totals in its checkpoints.
-			all, err := journal.Read(journal.PathFor(e.opts.StateFile))
-			if err != nil {
-				return fmt.Errorf("read the journal: %w", err)
-			}
-			cp, after = nil, all
-		}
-	}
-	if cp != nil {
-		d := journal.DataOf[journal.CheckpointData](*cp)
-		e.usage = agent.Usage{
-			InputTokens:  int64(*d.InputTokens),
-			OutputTokens: int64(d.OutputTokens),
-			CostUSD:      agent.AddCost(0, d.CostUSD),
-		}
-		e.unknown = int(d.UsageUnknown)
-	}
-	for _, ev := range after {
-		if ev.Type != journal.AtomFinish || ev.IsReplayed() {
-			continue
-		}
-		d := journal.DataOf[journal.AtomFinishData](ev)
-		if d.UsageUnknown {
-			e.unknown++
-		}
-		in, out := d.Tokens()
-		u := agent.Usage{InputTokens: in, OutputTokens: out, CostUSD: ev.CostUSD}
-		if u.Tokens() == 0 {
-			u.InputTokens = ev.Tokens // only the total was journaled
-		}
-		e.usage = e.usage.Plus(u)
-	}
-	return nil
 }
 
 // usageLimit handles an agent's quota answer: with a reset time the loop
@@ -154,12 +100,12 @@ func (e *engine) usageLimit(atom string, res agent.Result) {
 		stop(" until " + at.Format(time.RFC3339) + " (--no-wait); aot run after that resumes it")
 		return
 	}
-	if d := e.wallTime(); d > 0 && at.After(e.start.Add(d)) {
+	if d := e.wallTime(); d > 0 && at.After(e.book.Start.Add(d)) {
 		stop(" until " + at.Format(time.RFC3339) + ", after this run's max_wall_time; aot run after that resumes it")
 		return
 	}
-	if at.After(e.quotaUntil) {
-		e.quotaUntil = at
+	if at.After(e.book.QuotaUntil) {
+		e.book.QuotaUntil = at
 		e.event(journal.Event{Atom: atom, Reason: "the agent's usage limit resets at " + at.Format(time.RFC3339)}.With(journal.QuotaWaitData{Until: at.Format(time.RFC3339)}))
 		e.say("usage limit: waiting until %s, then the loop goes on (aot stop ends it now)", at.Local().Format(time.TimeOnly))
 		e.dirty = true
@@ -171,12 +117,12 @@ func (e *engine) usageLimit(atom string, res agent.Result) {
 
 // quotaResumed notes the end of a quota wait.
 func (e *engine) quotaResumed() {
-	if e.quotaUntil.IsZero() || e.now().Before(e.quotaUntil) {
+	if e.book.QuotaUntil.IsZero() || e.now().Before(e.book.QuotaUntil) {
 		return
 	}
 	e.event(journal.Event{Type: journal.QuotaResume, Reason: "the agent's usage limit has reset"})
 	e.say("usage limit reset: going on")
-	e.quotaUntil = time.Time{}
+	e.book.QuotaUntil = time.Time{}
 }
 
 // wallTime is max_wall_time, 0 when there is none.
