@@ -12,8 +12,8 @@ import (
 )
 
 // Core is the kernel's public steps. Both drivers move a loop on through
-// them, the local run (Run) and the Temporal workflow (package durable),
-// and each carries out the effects through its Host. A Core is not safe
+// them, the local run (package local) and the Temporal workflow (package
+// durable), and each carries out the effects through its Host. A Core is not safe
 // for concurrent use: its driver calls it from one goroutine (or one
 // workflow coroutine at a time), and so do the Host's methods it calls
 // back.
@@ -22,8 +22,8 @@ type Core struct {
 }
 
 // Host carries out the engine's effects for its driver: a local run
-// (Run) starts agents on goroutines, journals and writes the state file;
-// the Temporal workflow (package durable) turns each effect into an
+// (package local) starts agents on goroutines, journals and writes the
+// state file; the Temporal workflow (package durable) turns each effect into an
 // activity or a workflow event. So both make the same decisions from one
 // copy of the code, and the decisions themselves are deterministic: their
 // clock is Now, and nothing in them depends on the order of a map. Start

@@ -101,7 +101,7 @@ type engine struct {
 	// book is what the engine keeps beyond the state, handed whole to the
 	// next engine of the loop (Core.Carry).
 	book Carry
-	host Host // what touches the world: a local run's, or a Core's driver's
+	host Host // what touches the world: its driver's
 	// claims are the files each resolved atom's worker named, beside the
 	// files its attempt changed (its binding's artifacts with isolation),
 	// for the base case's failures to point at (reopen).

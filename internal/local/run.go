@@ -229,14 +229,6 @@ func (l *localHost) say(format string, args ...any) {
 	l.Say(engine.Line(l.Now().Sub(l.start), fmt.Sprintf(format, args...)))
 }
 
-// state is the loop's state: the Core's once it runs.
-func (l *localHost) state() *state.State {
-	if l.c != nil {
-		return l.c.State()
-	}
-	return l.s
-}
-
 // loop is the coordinator: schedule, wait, integrate, evaluate, until a bound.
 func (l *localHost) loop(ctx context.Context) engine.Outcome {
 	c := l.c
