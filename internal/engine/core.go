@@ -120,6 +120,9 @@ type CoreOptions struct {
 	Replayed *int
 	Spent    agent.Usage
 	Unknown  int
+	// Start is when the run started, if before the Core (default: the
+	// Host's Now): max_wall_time and the progress lines count from it.
+	Start time.Time
 	// IsoCap caps the parallelism (0: no cap); Serial runs workers one at
 	// a time unless their declared scopes are disjoint (agents share the
 	// project root); Integration is where agents and checks read the
@@ -150,6 +153,9 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 		e.book.fill()
 	} else {
 		e.book.Usage, e.book.Unknown = o.Spent, o.Unknown
+		if !o.Start.IsZero() {
+			e.book.Start = o.Start
+		}
 		e.startRun(o.Replayed)
 	}
 	e.applyBounds()
@@ -384,10 +390,6 @@ func (c *Core) Adopt(next *state.State, why string) []string {
 	c.e.dirty = true
 	return stopped
 }
-
-// MarkDirty notes that the state must be shown again (the driver wrote
-// something else where it shows it).
-func (c *Core) MarkDirty() { c.e.dirty = true }
 
 // CancelAll cancels every attempt in flight and waits for their ends
 // (Host.Drain), and forgets a pause: the step before End when a driver

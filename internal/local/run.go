@@ -182,7 +182,7 @@ func (l *localHost) begin() error {
 		Settings:     l.opts.Settings,
 		RetryBackoff: l.opts.RetryBackoff, MaxBackoff: l.opts.MaxBackoff,
 		Workdir: l.opts.Workdir, StateFile: l.opts.StateFile, Agents: l.opts.Agents,
-		Replayed: &replayed, Spent: spent, Unknown: unknown,
+		Replayed: &replayed, Spent: spent, Unknown: unknown, Start: l.start,
 		Serial: iso.serial, Integration: iso.integration,
 	}
 	if g := l.opts.Guard; g != nil {
