@@ -36,7 +36,10 @@ type deps struct {
 	version string
 	self    string // the path that runs this program again (aot demo's agent)
 	argv0   string // the program as it was invoked, for commands a person copies
-	getwd   func() (string, error)
+	// args is the command line without the program's name, as run got it:
+	// what aot run --detach and the hand-over to aot-temporal run again.
+	args  []string
+	getwd func() (string, error)
 }
 
 // Main runs the aot command line with args (without the program name) and
@@ -59,7 +62,9 @@ func run(ctx context.Context, d *deps, args []string) int {
 	if args == nil {
 		args = []string{} // nil makes cobra read os.Args
 	}
-	root := newCmdRoot(d)
+	withArgs := *d
+	withArgs.args = args
+	root := newCmdRoot(&withArgs)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/demo"
 	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/local"
 )
 
 type demoOptions struct {
@@ -78,11 +79,11 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 		fmt.Fprintf(out, "demo project: %s\n\n", dir)
 	}
 	cmdline := shellQuote(opts.self) + " demo-agent --pace " + opts.Pace.String()
-	eo := engine.Options{Settings: engine.Settings{AgentTimeout: time.Minute}, StateFile: path, Agent: &agent.Exec{Command: cmdline}}
+	eo := local.Options{Settings: engine.Settings{AgentTimeout: time.Minute}, StateFile: path, Agent: &agent.Exec{Command: cmdline}}
 	if !opts.Global.JSON {
 		eo.Progress = out
 	}
-	o, err := engine.Run(ctx, eo)
+	o, err := local.Run(ctx, eo)
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func runDetach(opts *runOptions) error {
 	if fi, err := logf.Stat(); err == nil {
 		start = fi.Size()
 	}
-	cmd := exec.Command(opts.self, withoutDetach(opts.argv[1:])...)
+	cmd := exec.Command(opts.self, withoutDetach(opts.args)...)
 	cmd.Stdout, cmd.Stderr = logf, logf // stdin: /dev/null, so no prompt waits for a terminal
 	proc.Detach(cmd)
 	if err := cmd.Start(); err != nil {

@@ -33,7 +33,7 @@ func TestDetachReportsAnEngineThatEndsAtOnce(t *testing.T) {
 		Global: &globalOptions{StateFile: stateFile},
 		Detach: true,
 		self:   sh,
-		argv:   []string{"aot", "--detach", "-c", "echo 'workspace: no git isolation' >&2; exit 7"},
+		args:   []string{"--detach", "-c", "echo 'workspace: no git isolation' >&2; exit 7"},
 	}
 	err = runDetach(opts)
 	var ce *cmdError

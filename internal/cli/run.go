@@ -20,6 +20,7 @@ import (
 	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/local"
 
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -32,13 +33,13 @@ type runOptions struct {
 	Roles        []string
 	AgentCommand string
 	// Settings are the run's own choices, handed whole to either engine
-	// (engine.Options, or the Temporal workflow's input).
+	// (local.Options, or the Temporal workflow's input).
 	engine.Settings
 	Verbose     bool // accepted for old scripts: progress is printed by default
 	Quiet       bool
 	Detach      bool     // start the engine in the background and return (detach.go)
 	self        string   // the path that runs aot again, for --detach
-	argv        []string // the command line, for --detach
+	args        []string // the command line without the program's name, for --detach
 	WorktreeDir string
 	Confine     string // auto or off
 	Engine      string // local or temporal
@@ -108,7 +109,7 @@ runs only.
 ` + engine.ExitCodes
 
 func newCmdRun(d *deps, g *globalOptions, runF func(*runOptions) error) *cobra.Command {
-	opts := &runOptions{IO: d.io, Global: g, self: d.self, argv: os.Args}
+	opts := &runOptions{IO: d.io, Global: g, self: d.self, args: d.args}
 	var timeout, checkTimeout string
 	cmd := &cobra.Command{
 		Use:   "run [--agent exec --agent-command CMD] [--max-parallel N] [--max-iterations N] [--agent-timeout D]",
@@ -223,7 +224,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	default:
 		eo.Progress = opts.IO.Out
 	}
-	out, err := engine.Run(ctx, eo)
+	out, err := local.Run(ctx, eo)
 	if err != nil {
 		var nr *engine.NotReadyError
 		if errors.As(err, &nr) {
@@ -254,8 +255,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 // localOptions are what the local engine runs with: the run's settings
 // whole, and what only a local run has (its agents built here, the
 // worktree folder, the guard).
-func localOptions(opts *runOptions) engine.Options {
-	return engine.Options{
+func localOptions(opts *runOptions) local.Options {
+	return local.Options{
 		Settings:    opts.Settings,
 		StateFile:   opts.Global.StateFile,
 		Agent:       opts.agents,

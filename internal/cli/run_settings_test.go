@@ -70,7 +70,7 @@ type received struct {
 }
 
 // parseRun parses an aot run command line as aot does, and returns what
-// the chosen engine would receive: engine.Options for a local run, the
+// the chosen engine would receive: local.Options for a local run, the
 // workflow input (through its JSON, as Temporal carries it) on Temporal.
 func parseRun(t *testing.T, args ...string) received {
 	t.Helper()

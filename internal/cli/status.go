@@ -22,6 +22,7 @@ import (
 	"github.com/aot-loop/aot/internal/history"
 	"github.com/aot-loop/aot/internal/hooks"
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/local"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -219,7 +220,7 @@ func gatherStatus(io *streams, g *globalOptions, events int) (*statusView, error
 	if o, err := hooks.ReadOwner(g.StateFile); err == nil && o != nil && !held && s.Control.Status == state.ControlRunning {
 		doc.Session = &sessionDoc{Client: string(o.Client), ID: o.SessionID, Since: o.ClaimedAt, Resume: o.ResumeHint()}
 	}
-	if p, ok := engine.Paused(g.StateFile); ok && held {
+	if p, ok := local.Paused(g.StateFile); ok && held {
 		doc.Paused = &p
 	}
 	for _, a := range s.Atoms {

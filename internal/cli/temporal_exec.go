@@ -52,7 +52,7 @@ func commandLine(cmd *cobra.Command, args []string) []string {
 	return append([]string{cmd.Name()}, args...)
 }
 
-func runTemporal(ctx context.Context, opts *runOptions) error { return handOver(opts.argv[1:], opts.IO) }
+func runTemporal(ctx context.Context, opts *runOptions) error { return handOver(opts.args, opts.IO) }
 
 // newCmdWorker is aot worker, handed over to aot-temporal.
 func newCmdWorker(d *deps, g *globalOptions, runF func(*workerOptions) error) *cobra.Command {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/local"
 	"github.com/aot-loop/aot/internal/runlock"
 )
 
@@ -20,20 +21,20 @@ type localLoop struct {
 func (l *localLoop) Kind() Kind { return Local }
 
 func (l *localLoop) Stop(ctx context.Context, reason string) (StopResult, error) {
-	res, err := engine.Stop(ctx, l.stateFile, reason)
+	res, err := local.Stop(ctx, l.stateFile, reason)
 	return StopResult{StopResult: res}, err
 }
 
 func (l *localLoop) Pause(ctx context.Context, kill bool, reason string) error {
-	return engine.Pause(ctx, l.stateFile, kill, reason)
+	return local.Pause(ctx, l.stateFile, kill, reason)
 }
 
 func (l *localLoop) Resume(ctx context.Context, reason string) error {
-	return engine.Resume(ctx, l.stateFile, reason)
+	return local.Resume(ctx, l.stateFile, reason)
 }
 
 func (l *localLoop) Redirect(ctx context.Context, c engine.Change) (engine.RedirectResult, error) {
-	return engine.Redirect(ctx, l.stateFile, c, l.now())
+	return local.Redirect(ctx, l.stateFile, c, l.now())
 }
 
 // Status reads the run lock and the pause marker: a marker left by an
@@ -46,7 +47,7 @@ func (l *localLoop) Status(ctx context.Context) (Status, error) {
 	st := Status{Kind: Local, Running: held, Workflow: l.ended}
 	if held {
 		st.EnginePID = pid
-		if p, ok := engine.Paused(l.stateFile); ok {
+		if p, ok := local.Paused(l.stateFile); ok {
 			st.Paused = &p
 		}
 	}

@@ -12,13 +12,14 @@ import (
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
 	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/local"
 	"github.com/aot-loop/aot/internal/state"
 )
 
 // The Temporal path's cost per atom against the local engine on the same
 // work graph: independent atoms whose agent writes one file (so every atom
 // is a worktree, a commit and a merge on both paths), through a dev server
-// with in-process workers, beside engine.Run with git worktrees.
+// with in-process workers, beside local.Run with git worktrees.
 //
 //	AOT_REQUIRE_TEMPORAL=1 go test -run '^$' -bench 'Loop(LocalEngine|Temporal)$' -benchtime 1x ./internal/durable/
 //	AOT_REQUIRE_TEMPORAL=1 go test -run '^$' -bench LoopAgainstLocal -benchtime 3x -timeout 30m ./internal/durable/
@@ -59,7 +60,7 @@ func localLoop(b *testing.B, n, parallel int) time.Duration {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	out, err := engine.Run(context.Background(), engine.Options{Settings: engine.Settings{MaxParallel: parallel, Isolation: engine.IsolationWorktree}, StateFile: sf, Agent: ag})
+	out, err := local.Run(context.Background(), local.Options{Settings: engine.Settings{MaxParallel: parallel, Isolation: engine.IsolationWorktree}, StateFile: sf, Agent: ag})
 	if err != nil || out.Reason != engine.Completed {
 		b.Fatalf("%+v %v", out, err)
 	}

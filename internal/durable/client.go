@@ -24,6 +24,7 @@ import (
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/local"
 	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/workspace"
 )
@@ -209,7 +210,7 @@ func Start(ctx context.Context, c client.Client, o StartOptions) (Marker, bool, 
 	if missing := s.Missing(); len(missing) > 0 {
 		return Marker{}, false, &engine.NotReadyError{Missing: missing}
 	}
-	if s, err = engine.EnsureLoopID(store, s); err != nil {
+	if s, err = local.EnsureLoopID(store, s); err != nil {
 		return Marker{}, false, err
 	}
 	id := WorkflowID(s.Control.LoopID, o.Namespace, o.StateFile)

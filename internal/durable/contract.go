@@ -12,6 +12,7 @@ import (
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/local"
 )
 
 // Names registered with Temporal.
@@ -249,7 +250,7 @@ type VerifyInput struct {
 }
 
 // VerifyResult is the base case's report with what its judge did.
-type VerifyResult = engine.CheckReport
+type VerifyResult = local.CheckReport
 
 // Status is what the status query answers.
 type Status struct {

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/aot-loop/aot/internal/agent"
-	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/local"
 	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/workspace"
 )
@@ -172,7 +172,7 @@ func mergeTrailers(in MergeInput) string {
 
 // Verify runs the state's base case in a checkout of in.Commit, in the
 // project's folder, as a local run verifies the merged work
-// (engine.CheckBaseCase): with in.Judge, the loop's agent in the judge
+// (local.CheckBaseCase): with in.Judge, the loop's agent in the judge
 // role on this worker rules on the assertion and quality checks; without,
 // they count as not passed.
 func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, error) {
@@ -215,7 +215,7 @@ func (a *Activities) Verify(ctx context.Context, in VerifyInput) (VerifyResult, 
 		}
 		judgeLog = markAttemptLog(dirs, "base_case", string(agent.Judge), 1)
 	}
-	out, err := engine.CheckBaseCase(ctx, s, m.IntegrationDir(), judge, in.Timeout, in.CheckTimeout)
+	out, err := local.CheckBaseCase(ctx, s, m.IntegrationDir(), judge, in.Timeout, in.CheckTimeout)
 	if lg := judgeLog.since(a.identity()); judge != nil && lg != nil && err == nil {
 		out.Logs = map[string]string{lg.Name: lg.Text}
 	}

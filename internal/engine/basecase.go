@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"path/filepath"
+
 	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/history"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/verify"
 )
@@ -25,7 +28,7 @@ func (e *engine) verify(ctx context.Context, judges bool) (bool, []string, error
 	rep, err := e.host.Checks(ctx, judges)
 	if e.stop != nil || ctx.Err() != nil {
 		if e.stop == nil {
-			r := interruption(ctx)
+			r := Interruption(ctx)
 			e.stop = &r
 		}
 		return false, nil, nil
@@ -73,4 +76,14 @@ func collectFailures(items []verify.ItemResult, prefix string) []string {
 		out = append(out, name+": "+dag.OneLine(it.Evidence, 300))
 	}
 	return out
+}
+
+// CheckOutputDir holds the last verification's output of each command check.
+func CheckOutputDir(stateFile string) string {
+	return filepath.Join(journal.DirFor(stateFile), "checks")
+}
+
+// CheckOutputFile is where the output of the check named item is kept.
+func CheckOutputFile(stateFile, item string) string {
+	return filepath.Join(CheckOutputDir(stateFile), history.SafeName(item)+".out")
 }

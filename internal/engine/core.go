@@ -12,8 +12,8 @@ import (
 )
 
 // Core is the kernel's public steps. Both drivers move a loop on through
-// them, the local run (Run) and the Temporal workflow (package durable),
-// and each carries out the effects through its Host. A Core is not safe
+// them, the local run (package local) and the Temporal workflow (package
+// durable), and each carries out the effects through its Host. A Core is not safe
 // for concurrent use: its driver calls it from one goroutine (or one
 // workflow coroutine at a time), and so do the Host's methods it calls
 // back.
@@ -22,8 +22,8 @@ type Core struct {
 }
 
 // Host carries out the engine's effects for its driver: a local run
-// (Run) starts agents on goroutines, journals and writes the state file;
-// the Temporal workflow (package durable) turns each effect into an
+// (package local) starts agents on goroutines, journals and writes the
+// state file; the Temporal workflow (package durable) turns each effect into an
 // activity or a workflow event. So both make the same decisions from one
 // copy of the code, and the decisions themselves are deterministic: their
 // clock is Now, and nothing in them depends on the order of a map. Start
@@ -92,31 +92,54 @@ type Finished struct {
 	Retried []string
 }
 
-// CoreOptions configure a Core, as Options configure Run.
+// CoreOptions configure a Core.
 type CoreOptions struct {
 	// Settings are the run's own choices, as aot run's flags made them.
 	Settings
-	RetryBackoff time.Duration
-	MaxBackoff   time.Duration
+	RetryBackoff time.Duration // default DefaultRetryBackoff
+	MaxBackoff   time.Duration // default DefaultMaxBackoff
 	// Workdir and StateFile are what the agents' tasks name: a driver
 	// whose agents run elsewhere gives them relative to the repository.
 	Workdir   string
 	StateFile string
-	Agents    map[string]string
+	// Agents names each role's agent and Confinement says how their writes
+	// are confined: both are journaled when the run starts (nil: unknown).
+	Agents      map[string]string
+	Confinement *journal.Confinement
 	// Carry resumes a Core where an earlier one stopped (Carry()); nil
 	// starts the loop, as aot run does.
 	Carry *Carry
+
+	// What a driver that resumes a loop from its own records (a local
+	// run's journal) found there; a Carry holds them otherwise.
+	//
+	// Replayed, when set, says that the driver looked for what a crashed
+	// run left and re-applied this many of its results: a loop still
+	// marked running is then resumed after a crash. Spent and Unknown
+	// are the loop's spend so far and the attempts that reported none.
+	Replayed *int
+	Spent    agent.Usage
+	Unknown  int
+	// Start is when the run started, if before the Core (default: the
+	// Host's Now): max_wall_time and the progress lines count from it.
+	Start time.Time
+	// IsoCap caps the parallelism (0: no cap); Serial runs workers one at
+	// a time unless their declared scopes are disjoint (agents share the
+	// project root); Integration is where agents and checks read the
+	// merged work ("": Workdir).
+	IsoCap      int
+	Serial      bool
+	Integration string
 }
 
-// NewCore starts (or, with o.Carry, resumes) the loop of s, as Run's
-// begin does: orphaned work back to pending, the loop marked running, a
-// run_start or run_resume event. s becomes the Core's.
+// NewCore starts (or, with o.Carry, resumes) the loop of s: orphaned work
+// back to pending, the loop marked running, a run_start or run_resume
+// event. s becomes the Core's.
 func NewCore(s *state.State, o CoreOptions, h Host) *Core {
-	opts := Options{
+	opts := options{
 		Settings:     o.Settings,
 		RetryBackoff: o.RetryBackoff, MaxBackoff: o.MaxBackoff,
-		Workdir: o.Workdir, StateFile: o.StateFile, Agents: o.Agents,
-		Heartbeat: time.Hour,
+		Workdir: o.Workdir, StateFile: o.StateFile, Agents: o.Agents, Confinement: o.Confinement,
 	}
 	if opts.AgentTimeout <= 0 {
 		opts.AgentTimeout = DefaultAgentTimeout
@@ -124,11 +147,16 @@ func NewCore(s *state.State, o CoreOptions, h Host) *Core {
 	e := newEngine(opts, h)
 	c := &Core{e: e}
 	e.s = s
+	e.isoCap, e.serial, e.integration = o.IsoCap, o.Serial, o.Integration
 	if cy := o.Carry; cy != nil {
 		e.book = *cy
 		e.book.fill()
 	} else {
-		e.startRun(nil)
+		e.book.Usage, e.book.Unknown = o.Spent, o.Unknown
+		if !o.Start.IsZero() {
+			e.book.Start = o.Start
+		}
+		e.startRun(o.Replayed)
 	}
 	e.applyBounds()
 	e.dirty = true
@@ -330,3 +358,52 @@ func (c *Core) Stopped() (out Outcome, ok bool) {
 // Fail ends the loop on a failure of the machinery (an I/O error), at
 // once.
 func (c *Core) Fail(err error) Outcome { return c.e.failed(err) }
+
+// Say shows a progress line to people, after the time the run has taken
+// ("[01:05] ..."), through the Host.
+func (c *Core) Say(format string, args ...any) { c.e.say(format, args...) }
+
+// Event records ev through the Host, with the loop's iteration and the
+// Host's time when ev has none.
+func (c *Core) Event(ev journal.Event) { c.e.event(ev) }
+
+// Atom is the atom id of the Core's state, nil when there is none.
+func (c *Core) Atom(id string) *state.Atom { return c.e.ix.Atom(id) }
+
+// Parallel is how many agents may run at once now, and whether workers
+// run one at a time unless their scopes are disjoint (CoreOptions.Serial).
+func (c *Core) Parallel() (n int, serial bool) { return c.e.parallel, c.e.serial }
+
+// Replaces reports whether next changes the loop's objective, so that
+// adopting it stops every attempt.
+func (c *Core) Replaces(next *state.State) bool {
+	all, _ := invalidated(c.e.s, next, c.e.ix)
+	return all
+}
+
+// Adopt makes next, a valid state the driver found (a person's hand edit
+// of the state file), the loop's state as a redirect does: only the
+// attempts whose work next invalidates are stopped, and their atoms are
+// returned. why is what the stopped attempts' resets say.
+func (c *Core) Adopt(next *state.State, why string) []string {
+	stopped := c.e.adopt(next, why)
+	c.e.dirty = true
+	return stopped
+}
+
+// CancelAll cancels every attempt in flight and waits for their ends
+// (Host.Drain), and forgets a pause: the step before End when a driver
+// lands the work before recording the end.
+func (c *Core) CancelAll(why string) {
+	c.e.killAll(why)
+	c.e.book.Paused = nil
+}
+
+// Halted is the end a step decided by itself (a usage limit, a failure of
+// the machinery); ok is false when none did.
+func (c *Core) Halted() (out Outcome, ok bool) {
+	if h := c.e.halt; h != nil {
+		return c.e.outcome(h.Reason, h.Message), true
+	}
+	return Outcome{}, false
+}

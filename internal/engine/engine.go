@@ -6,66 +6,35 @@
 // The decisions are a kernel that touches no files, starts no goroutines
 // and reads no wall clock: what touches the world goes through a Host, and
 // a driver moves the loop on through Core's public steps (NewCore, Bounds,
-// Schedule, Finish, AfterFinish, Settle, GiveUp, Wake, End, and the
-// controls Stop, Pause, Resume, Redirect). Two drivers run the same
-// kernel: the local run (Run, in this package for now: run.go,
-// localhost.go, flush.go, external.go, isolation.go, processes.go and the
-// other files kernel_test.go lists) and the Temporal workflow in package
-// durable. The local run keeps the state in memory; every transition is
-// appended to the journal (its write-ahead log) and synced before the state
-// file is written, which follows at most FlushInterval behind and on every
-// stop. After a crash the next run replays the journal's results since the
-// last checkpoint, so no resolved atom is redone.
+// Schedule, Finish, AfterFinish, Settle, GiveUp, Wake, CancelAll, End, and
+// the controls Stop, Pause, Resume, Redirect, Adopt). Two drivers run the
+// same kernel: the local run (package local: goroutines, the run lock, the
+// journal and the state file, hand edits, worktrees, process trees) and the
+// Temporal workflow (package durable).
 package engine
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"maps"
 	"strings"
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
-	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
 
-// Options configure one run.
-type Options struct {
-	// Settings are the run's own choices (aot run's flags).
+// options are what a Core's decisions read beside the state: the run's
+// settings and what its agents' tasks name.
+type options struct {
 	Settings
-	StateFile     string
-	Agent         agent.Agent
-	Workdir       string        // where agents and checks run; default: the project root of StateFile
-	PollInterval  time.Duration // how often stop and redirect requests are looked for; default 100ms
-	FlushInterval time.Duration // how far the state file may lag the journal; default 500ms
-	Progress      io.Writer     // live progress for people; nil = quiet
-	Heartbeat     time.Duration // how often Progress lists the running atoms; default 30s
-	// RetryBackoff is the wait before a failed atom's first retry; it doubles
-	// with each further failure up to MaxBackoff. Defaults DefaultRetryBackoff
-	// and DefaultMaxBackoff.
+	Workdir      string // where agents and checks run
+	StateFile    string // what the agents' tasks name
 	RetryBackoff time.Duration
 	MaxBackoff   time.Duration
-	// WorktreeDir is where the attempts' worktrees live, one folder per
-	// loop; default workspace.DefaultDir, in the user's cache folder.
-	WorktreeDir string
-	// Agents names each role's agent (role -> "claude (model sonnet)"),
-	// journaled when the run starts so that aot status can show it.
-	Agents map[string]string
-	// Confirm, when set, asks a person at completion whether an assertion
-	// check the judge passed holds (a terminal is attached). Unset, judged
-	// assertions are recorded as unconfirmed.
-	Confirm func(ctx context.Context, item, evidence string) (bool, error)
-	// Guard, when set, starts every agent attempt under a guard that kills
-	// its tree should the engine die and, if it says so, confines its
-	// writes; its status is journaled when the run starts.
-	Guard *confine.Guard
-	// Now is a local run's clock (default time.Now); the engine reads it
-	// through its Host.
-	Now func() time.Time
+	Agents       map[string]string    // each role's agent, journaled when the run starts
+	Confinement  *journal.Confinement // the agents' confinement, journaled when the run starts
 }
 
 // DefaultAgentTimeout bounds one agent attempt when no timeout is given.
@@ -132,12 +101,12 @@ type engine struct {
 	// book is what the engine keeps beyond the state, handed whole to the
 	// next engine of the loop (Core.Carry).
 	book Carry
-	host Host // what touches the world: a local run's, or a Core's driver's
+	host Host // what touches the world: its driver's
 	// claims are the files each resolved atom's worker named, beside the
 	// files its attempt changed (its binding's artifacts with isolation),
 	// for the base case's failures to point at (reopen).
 	claims map[string][]string
-	opts   Options
+	opts   options
 	s      *state.State
 	tasks  map[int]*task
 	busy   map[string]int // atom -> running task id
@@ -173,7 +142,7 @@ type engine struct {
 }
 
 // newEngine builds an engine with its defaults.
-func newEngine(opts Options, h Host) *engine {
+func newEngine(opts options, h Host) *engine {
 	if opts.RetryBackoff <= 0 {
 		opts.RetryBackoff = DefaultRetryBackoff
 	}
@@ -213,8 +182,14 @@ func (e *engine) event(ev journal.Event) {
 }
 
 func (e *engine) say(format string, args ...any) {
-	el := e.now().Sub(e.book.Start).Round(time.Second)
-	e.host.Say(fmt.Sprintf("[%02d:%02d] %s", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...)))
+	e.host.Say(Line(e.now().Sub(e.book.Start), fmt.Sprintf(format, args...)))
+}
+
+// Line is a progress line as people see it: msg after the time the run
+// has taken, "[01:05] msg".
+func Line(elapsed time.Duration, msg string) string {
+	el := elapsed.Round(time.Second)
+	return fmt.Sprintf("[%02d:%02d] %s", int(el.Minutes()), int(el.Seconds())%60, msg)
 }
 
 // NotReadyError lists what the state lacks before a run.
@@ -234,8 +209,8 @@ func deref(p *string) string {
 // runData returns what a run_start or run_resume says of the run: each
 // role's agent and the confinement of their writes (nil when unknown).
 func (e *engine) runData() (agents map[string]string, confinement *journal.Confinement) {
-	if e.opts.Guard != nil {
-		st := e.opts.Guard.Status
+	if c := e.opts.Confinement; c != nil {
+		st := *c
 		confinement = &st
 	}
 	if len(e.opts.Agents) > 0 {

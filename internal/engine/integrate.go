@@ -90,7 +90,7 @@ func (e *engine) integrate(ctx context.Context, r taskResult) bool {
 	reason := failureReason(t.role, r)
 	ev := journal.Event{Type: journal.AtomFinish, Atom: t.atom, Role: string(t.role), Attempt: t.attempt, OK: journal.Bool(ok),
 		DurationMS: r.dur.Milliseconds()}
-	d := usageFields(&ev, r)
+	d := UsageFields(&ev, r.res, r.err)
 	if !ok {
 		ev.Reason = reason
 		d.Kind = failureKind(r)

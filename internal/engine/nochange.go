@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/dag"
@@ -106,47 +105,14 @@ func claimsIn(dir string, claimed []string) []string {
 	return out
 }
 
-// perTask collects, per task, what its agent's CLI said while it ran (the
-// tool calls it refused, the model calls it retried), on the attempts'
-// goroutines, until the attempt's end journals them.
-type perTask[T any] struct {
-	mu     sync.Mutex
-	byTask map[int][]T
-}
-
-func (r *perTask[T]) add(task int, d T) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.byTask == nil {
-		r.byTask = map[int][]T{}
-	}
-	r.byTask[task] = append(r.byTask[task], d)
-}
-
-// peek returns what a task's CLI said so far, keeping it.
-func (r *perTask[T]) peek(task int) []T {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.byTask[task])
-}
-
-// noChangeBeforeMerge is noChange for an attempt about to be merged, on its
+// NoChangeBeforeMerge is noChange for an attempt about to be merged, on its
 // own goroutine: expect is the atom's expect_changes, changed the files its
 // commit changed, claimed its claims relative to its folder.
-func noChangeBeforeMerge(expect bool, changed, claimed []string, streamed, answered []agent.Denial) error {
+func NoChangeBeforeMerge(expect bool, changed, claimed []string, streamed, answered []agent.Denial) error {
 	if !expect {
 		return nil
 	}
 	return noChange(nil, changed, claimed, joinDenials(slices.Clone(streamed), answered))
-}
-
-// take returns and forgets what a task's CLI said.
-func (r *perTask[T]) take(task int) []T {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	d := r.byTask[task]
-	delete(r.byTask, task)
-	return d
 }
 
 // journalRefusals records a finished attempt's refusals, one

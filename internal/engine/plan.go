@@ -106,7 +106,7 @@ func (e *engine) plan(ctx context.Context, forAtom string, failures []string) {
 	res, err, dur := e.host.RunAgent(ctx, t)
 	e.addUsage(res.Usage, err)
 	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Planner), OK: journal.Bool(err == nil), DurationMS: dur.Milliseconds()}
-	usageFields(&ev, taskResult{res: res, err: err})
+	UsageFields(&ev, res, err)
 	if err != nil {
 		ev.Reason = err.Error()
 		e.event(ev)

@@ -1,5 +1,10 @@
 package engine
 
+import (
+	"context"
+	"errors"
+)
+
 // Reason is why a run ended. Each has its own exit code and is written to
 // control.stop_reason and the journal.
 type Reason string
@@ -61,3 +66,12 @@ control.stop_reason and the journal):
   10 usage_limit     the agent answered {"usage_limit": true} without a reset time
                      (retry_at) or with --no-wait: its provider's quota
                      or rate limit; the atom is not charged an attempt`
+
+// Interruption names what interrupted the run: the signal when the CLI
+// cancelled with one as the cause.
+func Interruption(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+		return "interrupted: " + c.Error()
+	}
+	return "interrupted (Ctrl-C or a signal)"
+}

@@ -19,23 +19,6 @@ import (
 // stops the old choice and its dependents; an objective change stops
 // everything. New bounds apply at once.
 
-// redirect applies a person's change to the running loop.
-func (e *engine) redirect(r request) {
-	stopped, err := e.change(r.change)
-	if err != nil {
-		answer(r, err)
-		e.say("redirect refused: %v", err)
-		return
-	}
-	err = e.host.Flush()
-	answer(r, err)
-	if err != nil {
-		e.say("redirect failed: %v", err)
-		return
-	}
-	e.say("redirected: %s (agents stopped: %d)", r.change.Reason, len(stopped))
-}
-
 // change validates a person's change and adopts it; it returns the atoms
 // whose agents it stopped. A refused change leaves the loop as it was.
 func (e *engine) change(c Change) ([]string, error) {
@@ -166,8 +149,9 @@ func baseCaseKey(b *state.BaseCase) string {
 	return lineField.ReplaceAllString(string(data), "")
 }
 
-// sameJSON compares two values as JSON, without line numbers.
-func sameJSON(a, b any) bool {
+// SameIgnoringLines reports whether a and b are the same as JSON, line
+// numbers aside (a hand edit that moved a part did not change it).
+func SameIgnoringLines(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return lineField.ReplaceAllString(string(x), "") == lineField.ReplaceAllString(string(y), "")

@@ -26,3 +26,21 @@ type Settings struct {
 	// KeepFailed keeps a failed attempt's worktree and branch for a look.
 	KeepFailed bool `json:"keep_failed,omitempty"`
 }
+
+// Isolation modes of Settings.Isolation.
+const (
+	// IsolationAuto: a worktree per worker attempt in a git repository;
+	// elsewhere as IsolationNone. The CLI's default.
+	IsolationAuto = "auto"
+	// IsolationWorktree: a worktree per worker attempt; not a git
+	// repository is an error.
+	IsolationWorktree = "worktree"
+	// IsolationNone: every agent in the project root, one worker at a time,
+	// so two agents never write the same files at once.
+	IsolationNone = "none"
+	// IsolationShared: every agent in the project root, in parallel: for
+	// agents that write nothing, or files the person knows to be disjoint.
+	// The zero value of Settings.Isolation, for programs that embed the
+	// engine with in-process agents.
+	IsolationShared = "shared"
+)

@@ -20,8 +20,8 @@ import (
 // AOT_USAGE_FILE); one that reported nothing is counted as unknown, never as
 // zero.
 
-// attemptUsage is what an attempt cost, from its answer or its error.
-func attemptUsage(res agent.Result, err error) agent.Usage {
+// AttemptUsage is what an attempt cost, from its answer or its error.
+func AttemptUsage(res agent.Result, err error) agent.Usage {
 	var ae *agent.AttemptError
 	if errors.As(err, &ae) {
 		return ae.Usage
@@ -34,20 +34,20 @@ func attemptUsage(res agent.Result, err error) agent.Usage {
 
 // addUsage adds an attempt's usage to the loop's totals.
 func (e *engine) addUsage(u agent.Usage, err error) {
-	e.addKnown(attemptUsage(agent.Result{Usage: u}, err))
+	e.addKnown(AttemptUsage(agent.Result{Usage: u}, err))
 }
 
 func (e *engine) addKnown(u agent.Usage) {
-	if refused := tally(&e.book.Usage, &e.book.Unknown, u); refused != "" {
+	if refused := Tally(&e.book.Usage, &e.book.Unknown, u); refused != "" {
 		// Numbers no budget can use: said and journaled, never summed.
-		e.event(usageRefused(refused))
+		e.event(UsageRefused(refused))
 		e.say("usage reported by an agent was refused: %s", dag.OneLine(refused, 200))
 	}
 }
 
-// tally adds u to a total and to its count of attempts that reported
+// Tally adds u to a total and to its count of attempts that reported
 // nothing; it returns the numbers it refused to sum ("" when none).
-func tally(total *agent.Usage, unknown *int, u agent.Usage) (refused string) {
+func Tally(total *agent.Usage, unknown *int, u agent.Usage) (refused string) {
 	if !u.Known {
 		*unknown++
 	}
@@ -57,16 +57,16 @@ func tally(total *agent.Usage, unknown *int, u agent.Usage) (refused string) {
 	return refused
 }
 
-// usageRefused is the event of usage numbers no budget can use.
-func usageRefused(refused string) journal.Event {
+// UsageRefused is the event of usage numbers no budget can use.
+func UsageRefused(refused string) journal.Event {
 	return journal.Event{Reason: refused}.With(journal.UsageRefusedData{Refused: strings.Split(refused, "; ")})
 }
 
-// usageFields writes an attempt's usage into its journal event (an
+// UsageFields writes an attempt's usage into its journal event (an
 // atom_finish): the totals on the event, the tokens (or that the agent
 // reported none) in the data it returns, which the caller completes.
-func usageFields(ev *journal.Event, r taskResult) journal.AtomFinishData {
-	u := attemptUsage(r.res, r.err)
+func UsageFields(ev *journal.Event, res agent.Result, err error) journal.AtomFinishData {
+	u := AttemptUsage(res, err)
 	ev.Tokens = u.Tokens()
 	ev.CostUSD = agent.AddCost(0, u.CostUSD)
 	var d journal.AtomFinishData

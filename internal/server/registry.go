@@ -16,8 +16,8 @@ import (
 
 	"github.com/aot-loop/aot/internal/ccw"
 	"github.com/aot-loop/aot/internal/dag"
-	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
+	"github.com/aot-loop/aot/internal/local"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -116,7 +116,7 @@ func (l *loop) engineChecked() engineInfo {
 		return info
 	}
 	if held {
-		if p, ok := engine.Paused(l.stateFile); ok {
+		if p, ok := local.Paused(l.stateFile); ok {
 			info.Paused, info.PausedSince, info.PausedKill = true, &p.Since, p.Kill
 		}
 	}

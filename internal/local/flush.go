@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"errors"
@@ -38,30 +38,29 @@ var errChangedBehind = errors.New("the state file changed behind the engine's ba
 // the store's lock. A stop requested in the file meanwhile is kept and
 // honoured.
 func (l *localHost) flush() error {
-	e := l.e
-	if !stampOf(e.opts.StateFile).equal(l.stamp) {
+	c := l.c
+	if !stampOf(l.opts.StateFile).equal(l.stamp) {
 		if err := l.external(); err != nil {
 			return err
 		}
 	}
-	if !e.dirty {
+	if !c.Dirty() {
 		return nil
 	}
 	if err := l.jr.Sync(); err != nil {
 		return err
 	}
-	written := state.Clone(e.s)
+	written := state.Clone(c.State())
 	_, err := l.store.UpdateBatch(func(fs *state.State) error {
-		if !stampOf(e.opts.StateFile).equal(l.stamp) {
+		if !stampOf(l.opts.StateFile).equal(l.stamp) {
 			return errChangedBehind // changed since the check above
 		}
-		if fs.Control.StopRequested && e.stop == nil {
-			r := nonBlank(deref(fs.Control.StopReason), "aot stop")
-			e.stop = &r
+		if fs.Control.StopRequested {
+			c.Stop(stopReason(fs))
 		}
 		stopReq, stopReason := fs.Control.StopRequested, fs.Control.StopReason
 		state.CopyInto(fs, state.Clone(written))
-		if stopReq && e.s.Control.Status == state.ControlRunning {
+		if stopReq && written.Control.Status == state.ControlRunning {
 			fs.Control.StopRequested = true
 			fs.Control.StopReason = stopReason
 		}
@@ -79,21 +78,21 @@ func (l *localHost) flush() error {
 	}
 	l.stamp = l.writtenStamp()
 	l.lastWritten = written
-	e.dirty, e.urgent = false, false
-	l.lastFlush = e.now()
-	e.event(journal.Event{}.With(l.checkpointData()))
+	c.MarkClean()
+	l.lastFlush = l.Now()
+	c.Event(journal.Event{}.With(l.checkpointData()))
 	return nil
 }
 
 // checkpointData is what a checkpoint carries: the loop's usage so far and
 // the process trees of the attempts in flight.
 func (l *localHost) checkpointData() journal.CheckpointData {
-	e := l.e
+	u, unknown := l.c.Usage()
 	d := journal.CheckpointData{
-		InputTokens:  journal.Ref(journal.Count(e.book.Usage.InputTokens)),
-		OutputTokens: journal.Count(e.book.Usage.OutputTokens),
-		CostUSD:      e.book.Usage.CostUSD,
-		UsageUnknown: journal.Count(e.book.Unknown),
+		InputTokens:  journal.Ref(journal.Count(u.InputTokens)),
+		OutputTokens: journal.Count(u.OutputTokens),
+		CostUSD:      u.CostUSD,
+		UsageUnknown: journal.Count(unknown),
 	}
 	if trees := l.liveTrees(); len(trees) > 0 {
 		d.Processes = trees

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/verify"
@@ -146,7 +147,7 @@ func (j *judge) rule(ctx context.Context, item string, c *state.Check) (ruling, 
 	defer cancel()
 	start := time.Now()
 	res, err := j.agent.Run(tctx, t)
-	j.spent(attemptUsage(res, err))
+	j.spent(engine.AttemptUsage(res, err))
 	if err == nil {
 		if c.Type == state.CheckQuality {
 			v.passed, v.evidence, err = scoreQuality(c, res)
@@ -160,7 +161,7 @@ func (j *judge) rule(ctx context.Context, item string, c *state.Check) (ruling, 
 
 	ev := journal.Event{Type: journal.AtomFinish, Atom: "base_case", Role: string(agent.Judge), OK: journal.Bool(err == nil && v.passed),
 		Reason: item, DurationMS: time.Since(start).Milliseconds()}
-	d := usageFields(&ev, taskResult{res: res, err: err})
+	d := engine.UsageFields(&ev, res, err)
 	d.Check, d.Files, d.FilesTruncated = c.Type, len(files), truncated
 	if err != nil {
 		d.Error = err.Error()
@@ -173,8 +174,8 @@ func (j *judge) rule(ctx context.Context, item string, c *state.Check) (ruling, 
 
 // spent adds what one ruling cost to the judge's spend.
 func (j *judge) spent(u agent.Usage) {
-	if refused := tally(&j.usage, &j.unknown, u); refused != "" {
-		j.record(usageRefused(refused))
+	if refused := engine.Tally(&j.usage, &j.unknown, u); refused != "" {
+		j.record(engine.UsageRefused(refused))
 		j.say("usage reported by an agent was refused: %s", dag.OneLine(refused, 200))
 	}
 }
@@ -499,7 +500,7 @@ type CheckReport struct {
 // worker) calls it there and hands the report to its Core's Host.Checks.
 func CheckBaseCase(ctx context.Context, s *state.State, dir string, judgeAgent agent.Agent, agentTimeout, checkTimeout time.Duration) (CheckReport, error) {
 	if agentTimeout <= 0 {
-		agentTimeout = DefaultAgentTimeout
+		agentTimeout = engine.DefaultAgentTimeout
 	}
 	if checkTimeout <= 0 {
 		checkTimeout = verify.DefaultTimeout

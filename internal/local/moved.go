@@ -1,8 +1,10 @@
-package engine
+package local
 
 import (
 	"fmt"
 	"os"
+
+	"github.com/aot-loop/aot/internal/engine"
 )
 
 // A loop is bound to the folders it started in. A project folder renamed or
@@ -23,7 +25,7 @@ type placeStamp struct {
 }
 
 func stampPlace(stateFile string) placeStamp {
-	p := placeStamp{root: ProjectRoot(stateFile)}
+	p := placeStamp{root: engine.ProjectRoot(stateFile)}
 	p.fi, _ = os.Stat(p.root)
 	return p
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package engine
+package local
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -49,7 +50,7 @@ esac
 
 // runJudged runs the loop for at most two iterations: a check that does
 // not pass stops it on max_iterations with the check among the failures.
-func runJudged(t *testing.T, path string, ag agent.Agent, confirm func(ctx context.Context, item, evidence string) (bool, error)) Outcome {
+func runJudged(t *testing.T, path string, ag agent.Agent, confirm func(ctx context.Context, item, evidence string) (bool, error)) engine.Outcome {
 	t.Helper()
 	return runEngine(t, path, ag, func(o *Options) {
 		o.MaxIterations = 2
@@ -92,7 +93,7 @@ func TestJudgeWeightedAverageDecidesAQualityCheckNotTheJudgesVerdict(t *testing.
 		{"criterion": "Readability", "score": 4, "rationale": "clear names"},
 		{"criterion": "design", "score": 3, "rationale": "some coupling"}]}`)
 	out := runJudged(t, path, ag, nil)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	ev := judgeEvents(t, path)
@@ -112,7 +113,7 @@ func TestJudgeAverageBelowTheThresholdFailsWithTheRationaleAsEvidence(t *testing
 		{"criterion": "Readability", "score": 4, "rationale": "clear names"},
 		{"criterion": "Design", "score": 3, "rationale": "a god object in store.go"}]}`)
 	out := runJudged(t, path, ag, nil)
-	if out.Reason == Completed {
+	if out.Reason == engine.Completed {
 		t.Fatalf("completed on a failing quality check: %+v", out)
 	}
 	want := "judged: weighted 3.38 < 3.5: Readability 4 (clear names), Design 3 (a god object in store.go)"
@@ -130,7 +131,7 @@ func TestJudgeWithoutWeightsCountsCriteriaEqually(t *testing.T) {
 	path, _, ag := judgeProject(t, check, `{"passed": false, "scores": [
 		{"criterion": "Readability", "score": 2}, {"criterion": "Design", "score": 3}, {"criterion": "Tests", "score": 4}]}`)
 	out := runJudged(t, path, ag, nil)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	ev := judgeEvents(t, path)
@@ -155,7 +156,7 @@ func TestJudgeInvalidAnswersLeaveTheCheckUndecided(t *testing.T) {
 			check := &state.Check{Type: state.CheckQuality, Rubric: rubric(1, 1), PassThreshold: threshold(3)}
 			path, _, ag := judgeProject(t, check, tt.answer)
 			out := runJudged(t, path, ag, nil)
-			if out.Reason == Completed {
+			if out.Reason == engine.Completed {
 				t.Fatalf("completed on an invalid judge answer: %+v", out)
 			}
 			want := "judged: not judged: the judge could not decide: the judge's answer is invalid: " + tt.reason
@@ -183,7 +184,7 @@ func TestJudgeSeesOnlyTheFilesInScopeAndTheCheck(t *testing.T) {
 		}
 	}
 	out := runJudged(t, path, ag, nil)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "judge-task.json"))
@@ -316,7 +317,7 @@ func TestJudgeAssertionConfirmedByThePersonCompletes(t *testing.T) {
 	path, _, ag := judgeProject(t, &state.Check{Type: state.CheckAssertion, Value: "the README is clear"}, assertionAnswer)
 	p := &person{answer: true}
 	out := runJudged(t, path, ag, p.confirm)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if diff := cmp.Diff([]string{"judged: the README explains setup"}, p.asked); diff != "" {
@@ -332,7 +333,7 @@ func TestJudgeAssertionRefusedByThePersonFailsTheCheck(t *testing.T) {
 	path, _, ag := judgeProject(t, &state.Check{Type: state.CheckAssertion, Value: "the README is clear"}, assertionAnswer)
 	p := &person{answer: false}
 	out := runJudged(t, path, ag, p.confirm)
-	if out.Reason == Completed {
+	if out.Reason == engine.Completed {
 		t.Fatalf("completed on a refused assertion: %+v", out)
 	}
 	want := "judged: refused by the person (the judge said: the README explains setup)"
@@ -355,7 +356,7 @@ func TestJudgeAssertionRefusedByThePersonFailsTheCheck(t *testing.T) {
 func TestJudgeAssertionWithoutATerminalIsRecordedUnconfirmed(t *testing.T) {
 	path, _, ag := judgeProject(t, &state.Check{Type: state.CheckAssertion, Value: "the README is clear"}, assertionAnswer)
 	out := runJudged(t, path, ag, nil)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	ev := judgeEvents(t, path)

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"sync"
@@ -60,7 +60,6 @@ func (l *localHost) liveTrees() []proc.Tree { return l.trees.list() }
 // killSurvivors kills the process trees that a previous engine left: those
 // in its last checkpoint and those started after it.
 func (l *localHost) killSurvivors(cp *journal.Event, after []journal.Event) {
-	e := l.e
 	var trees []proc.Tree
 	if cp != nil {
 		trees = append(trees, journal.DataOf[journal.CheckpointData](*cp).Processes...)
@@ -81,7 +80,7 @@ func (l *localHost) killSurvivors(cp *journal.Event, after []journal.Event) {
 		_ = proc.KillTree(t)
 	}
 	if killed > 0 {
-		e.event(journal.Event{Reason: "killed agents left running by the previous engine"}.With(journal.AtomResetData{ProcessTrees: killed}))
-		e.say("killed %d agent process trees left by the previous engine", killed)
+		l.event(journal.Event{Reason: "killed agents left running by the previous engine"}.With(journal.AtomResetData{ProcessTrees: killed}))
+		l.say("killed %d agent process trees left by the previous engine", killed)
 	}
 }

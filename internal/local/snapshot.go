@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"io/fs"
@@ -102,8 +102,7 @@ func ownFiles(root, stateFile string) func(rel string) bool {
 // measureRoot runs fn, a worker attempt in the project root, and returns
 // the files it changed there (nil when the tree could not be measured).
 func (l *localHost) measureRoot(dir string, fn func()) *[]string {
-	e := l.e
-	skip := ownFiles(dir, e.opts.StateFile)
+	skip := ownFiles(dir, l.opts.StateFile)
 	before := takeSnapshot(dir, skip)
 	fn()
 	if before == nil {

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 )
 
@@ -25,23 +26,23 @@ func requestDir(stateFile string) string {
 
 type request struct {
 	path    string
-	change  Change
+	change  engine.Change
 	control string // pause or resume; empty for a redirect
 	kill    bool   // pause: kill the running agents instead of letting them finish
 	bad     error
 }
 
-// requestDoc is a request file: a redirect's Change, or a control request.
+// requestDoc is a request file: a redirect's engine.Change, or a control request.
 type requestDoc struct {
 	Control string `json:"control,omitempty"`
 	Kill    bool   `json:"kill,omitempty"`
-	Change
+	engine.Change
 }
 
 type answerDoc struct {
 	Success bool   `json:"success"`
 	Error   string `json:"error,omitempty"`
-	Code    string `json:"code,omitempty"` // not_paused: ErrNotPaused, so callers can tell it from a failure
+	Code    string `json:"code,omitempty"` // not_paused: engine.ErrNotPaused, so callers can tell it from a failure
 }
 
 // pendingRequests returns the unanswered requests, oldest first.
@@ -87,7 +88,7 @@ func answer(r request, err error) {
 	doc := answerDoc{Success: err == nil}
 	if err != nil {
 		doc.Error = err.Error()
-		if errors.Is(err, ErrNotPaused) {
+		if errors.Is(err, engine.ErrNotPaused) {
 			doc.Code = "not_paused"
 		}
 	}
@@ -102,7 +103,7 @@ func answer(r request, err error) {
 
 // SendRedirect hands a change to the running engine of stateFile and waits
 // for its answer until ctx ends (see send for what is left then).
-func SendRedirect(ctx context.Context, stateFile string, c Change) error {
+func SendRedirect(ctx context.Context, stateFile string, c engine.Change) error {
 	return send(ctx, stateFile, "redirect", requestDoc{Change: c})
 }
 
@@ -150,9 +151,9 @@ func send(ctx context.Context, stateFile, what string, doc requestDoc) error {
 	}
 	switch {
 	case a.Code == "not_paused":
-		return ErrNotPaused
+		return engine.ErrNotPaused
 	case !a.Success:
-		return &RefusedError{Err: errors.New(a.Error)}
+		return &engine.RefusedError{Err: errors.New(a.Error)}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -29,12 +30,11 @@ const goneSettle = 25
 
 // external handles a state file that changed since the engine's last write.
 func (l *localHost) external() error {
-	e := l.e
 	if err := l.place.check(); err != nil {
 		return err // moved or deleted: written back, it would be recreated at the old path
 	}
-	l.stamp = stampOf(e.opts.StateFile)
-	path := e.opts.StateFile
+	l.stamp = stampOf(l.opts.StateFile)
+	path := l.opts.StateFile
 	fs, err := l.store.Read()
 	// A writer that is not atomic (truncate, then write) shows an empty or
 	// half-written file for a moment: give it time to finish before judging.
@@ -64,9 +64,8 @@ func (l *localHost) external() error {
 		}
 		return l.restore(fmt.Sprintf("the state file was changed behind the engine's back and cannot be read (%v)", err), data)
 	}
-	if fs.Control.StopRequested && e.stop == nil {
-		r := nonBlank(deref(fs.Control.StopReason), "aot stop")
-		e.stop = &r
+	if fs.Control.StopRequested {
+		l.c.Stop(stopReason(fs))
 	}
 	if l.lastWritten == nil || sameContent(l.lastWritten, fs) {
 		return nil // only control changed: a stop request, handled above
@@ -81,42 +80,41 @@ func (l *localHost) external() error {
 		return l.restore(fmt.Sprintf("the hand edit of the state file conflicts with the loop's progress (%s)", r.Errors[0]), data)
 	}
 	typ := "dag_adjustment"
-	if all, _ := invalidated(e.s, next, e.ix); all {
+	if l.c.Replaces(next) {
 		typ = "objective_change"
 	}
-	next.Corrections = append(next.Corrections, state.Correction{Timestamp: e.now().Format(time.RFC3339), Type: typ,
+	next.Corrections = append(next.Corrections, state.Correction{Timestamp: l.Now().Format(time.RFC3339), Type: typ,
 		Description: "the state file was edited by hand while the loop ran; taken as a redirect"})
-	stopped := e.adopt(next, "hand edit of the state file")
-	e.event(journal.Event{OK: journal.Bool(true), Reason: "the state file was edited by hand; taken as a redirect"}.With(journal.HandEditData{Stopped: &stopped}))
-	e.say("the state file was edited by hand: taken as a redirect (agents stopped: %d)", len(stopped))
-	e.dirty = true
+	stopped := l.c.Adopt(next, "hand edit of the state file")
+	l.c.Event(journal.Event{OK: journal.Bool(true), Reason: "the state file was edited by hand; taken as a redirect"}.With(journal.HandEditData{Stopped: &stopped}))
+	l.c.Say("the state file was edited by hand: taken as a redirect (agents stopped: %d)", len(stopped))
 	return nil
 }
 
 // restore writes the engine's state back, keeping the person's version (if
 // any) beside the file.
 func (l *localHost) restore(why string, theirs []byte) error {
-	e := l.e
+	c := l.c
 	ev := journal.Event{Type: journal.HandEdit, OK: journal.Bool(false), Reason: why}
 	if len(theirs) > 0 {
-		kept := fmt.Sprintf("%s.rejected-%s", e.opts.StateFile, e.now().UTC().Format("20060102T150405.000Z"))
+		kept := fmt.Sprintf("%s.rejected-%s", l.opts.StateFile, l.Now().UTC().Format("20060102T150405.000Z"))
 		if err := os.WriteFile(kept, theirs, 0o600); err == nil {
 			ev = ev.With(journal.HandEditData{Kept: kept})
 			why += "; your version is kept in " + kept
 		}
 	}
-	e.event(ev)
-	e.say("%s", why)
+	c.Event(ev)
+	c.Say("%s", why)
 	if err := l.jr.Sync(); err != nil {
 		return err
 	}
-	if err := l.store.Create(state.Clone(e.s), true); err != nil {
+	if err := l.store.Create(state.Clone(c.State()), true); err != nil {
 		return fmt.Errorf("write the state back: %w", err)
 	}
 	l.stamp = l.writtenStamp()
-	l.lastWritten = state.Clone(e.s)
-	e.dirty, e.urgent = false, false
-	l.lastFlush = e.now()
+	l.lastWritten = state.Clone(c.State())
+	c.MarkClean()
+	l.lastFlush = l.Now()
 	return nil
 }
 
@@ -130,13 +128,13 @@ func sameContent(a, b *state.State) bool {
 // merge is the person's version fs with the engine's progress since its
 // last write, wherever the person left that part as the engine wrote it.
 func (l *localHost) merge(fs *state.State) *state.State {
-	e := l.e
+	ours := l.c.State()
 	lw := l.lastWritten
 	next := state.Clone(fs)
-	next.Control = e.s.Control
+	next.Control = ours.Control
 	next.Control.StopRequested, next.Control.StopReason = fs.Control.StopRequested, fs.Control.StopReason
-	for i := range e.s.Atoms {
-		ours := &e.s.Atoms[i]
+	for i := range ours.Atoms {
+		ours := &ours.Atoms[i]
 		was, theirs := lw.Atom(ours.ID), next.Atom(ours.ID)
 		switch {
 		case theirs == nil && was == nil:
@@ -148,7 +146,7 @@ func (l *localHost) merge(fs *state.State) *state.State {
 			theirs.Status, theirs.Attempts, theirs.LastFailure = ours.Status, ours.Attempts, ours.LastFailure
 		}
 	}
-	for _, b := range e.s.Bindings {
+	for _, b := range ours.Bindings {
 		was, theirs := lw.Binding(b.AtomID), next.Binding(b.AtomID)
 		if next.Atom(b.AtomID) == nil {
 			continue
@@ -160,38 +158,37 @@ func (l *localHost) merge(fs *state.State) *state.State {
 			*theirs = b
 		}
 	}
-	for _, g := range e.s.ORGroups {
+	for _, g := range ours.ORGroups {
 		was, theirs := lw.ORGroup(g.Name), next.ORGroup(g.Name)
 		if was != nil && theirs != nil && sameGroup(*was, *theirs) {
 			*theirs = g
 		}
 	}
-	if sameJSON(lw.Decompositions, fs.Decompositions) {
-		next.Decompositions = e.s.Decompositions
+	if engine.SameIgnoringLines(lw.Decompositions, fs.Decompositions) {
+		next.Decompositions = ours.Decompositions
 	}
-	if sameJSON(lw.Trail, fs.Trail) {
-		next.Trail = e.s.Trail
+	if engine.SameIgnoringLines(lw.Trail, fs.Trail) {
+		next.Trail = ours.Trail
 	}
 	return next
 }
 
 func sameBinding(a, b state.Binding) bool {
 	a.Line, b.Line = 0, 0
-	return sameJSON(a, b)
+	return engine.SameIgnoringLines(a, b)
 }
 
 func sameGroup(a, b state.ORGroup) bool {
 	a.Line, b.Line = 0, 0
-	return sameJSON(a, b)
+	return engine.SameIgnoringLines(a, b)
 }
 
 // writtenStamp is the stamp of the file the engine's store last put in
 // place: taken from the file before it replaced the old one, so a change
 // made right after the write is still noticed.
 func (l *localHost) writtenStamp() fileStamp {
-	e := l.e
 	if fi := l.store.Written(); fi != nil {
 		return fileStamp{fi: fi}
 	}
-	return stampOf(e.opts.StateFile)
+	return stampOf(l.opts.StateFile)
 }

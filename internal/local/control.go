@@ -1,10 +1,11 @@
-package engine
+package local
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/runlock"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -12,29 +13,22 @@ import (
 // The controls a person has over a loop, whether or not an engine runs it:
 // the CLI and the server call these, so the rules live in one place.
 
-// StopResult is what Stop did.
-type StopResult struct {
-	EnginePID int    // the engine that was asked to stop; 0 when none ran
-	Status    string // the loop's control status afterwards
-	Reason    string // the stop reason in the state file
-}
-
 // Stop stops the loop of stateFile: a running engine is asked through the
 // state file (it kills its agents and keeps the state) and waited for until
 // it exits or ctx ends; without one, the state file is marked stopped with
 // its in-progress atoms back to pending. When ctx ends first the error
 // wraps ctx.Err() and the stop request stays in the state file: the engine
 // still acts on it.
-func Stop(ctx context.Context, stateFile, reason string) (StopResult, error) {
+func Stop(ctx context.Context, stateFile, reason string) (engine.StopResult, error) {
 	store := state.NewStore(stateFile).RefuseInvalid()
 	if reason == "" {
 		reason = "aot stop"
 	}
 	pid, held, err := runlock.Holder(stateFile)
 	if err != nil {
-		return StopResult{}, err
+		return engine.StopResult{}, err
 	}
-	res := StopResult{EnginePID: pid}
+	res := engine.StopResult{EnginePID: pid}
 	if held {
 		_, err := store.Update(func(s *state.State) error {
 			s.Control.StopRequested = true
@@ -82,27 +76,21 @@ func Stop(ctx context.Context, stateFile, reason string) (StopResult, error) {
 	return res, nil
 }
 
-// RedirectResult is what Redirect did.
-type RedirectResult struct {
-	AppliedBy   string   // engine or file
-	Corrections []string // the types of the corrections recorded
-}
-
 // Redirect applies a person's change: through the running engine (which
 // kills the agents whose work it invalidates, waited for as SendRedirect
 // says) or, without one, to the state file for the next run. A refused
 // change leaves the file byte-identical.
-func Redirect(ctx context.Context, stateFile string, c Change, now time.Time) (RedirectResult, error) {
+func Redirect(ctx context.Context, stateFile string, c engine.Change, now time.Time) (engine.RedirectResult, error) {
 	store := state.NewStore(stateFile).RefuseInvalid()
 	_, held, err := runlock.Holder(stateFile)
 	if err != nil {
-		return RedirectResult{}, err
+		return engine.RedirectResult{}, err
 	}
 	before, err := store.Read()
 	if err != nil {
-		return RedirectResult{}, err
+		return engine.RedirectResult{}, err
 	}
-	res := RedirectResult{AppliedBy: "file", Corrections: []string{}}
+	res := engine.RedirectResult{AppliedBy: "file", Corrections: []string{}}
 	if held {
 		res.AppliedBy = "engine"
 		if err := SendRedirect(ctx, stateFile, c); err != nil {
@@ -111,8 +99,8 @@ func Redirect(ctx context.Context, stateFile string, c Change, now time.Time) (R
 	} else {
 		_, err := store.Update(func(s *state.State) error {
 			s.Control.RedirectRequested = false
-			if err := Apply(s, c, now); err != nil {
-				return &RefusedError{Err: err}
+			if err := engine.Apply(s, c, now); err != nil {
+				return &engine.RefusedError{Err: err}
 			}
 			return nil
 		})
@@ -130,26 +118,12 @@ func Redirect(ctx context.Context, stateFile string, c Change, now time.Time) (R
 	return res, nil
 }
 
-// RefusedError is a change the loop refused (an unknown atom, a cycle, a
-// bad bound), as opposed to a failure to deliver it.
-type RefusedError struct{ Err error }
-
-func (e *RefusedError) Error() string { return e.Err.Error() }
-func (e *RefusedError) Unwrap() error { return e.Err }
-
-// ErrNoEngine: pause and resume act on a running engine only.
-type ErrNoEngine struct{ StateFile string }
-
-func (e *ErrNoEngine) Error() string {
-	return "no engine runs the loop of " + e.StateFile + "; start it with aot run"
-}
-
 // Pause pauses the running loop of stateFile (see SendPause).
 func Pause(ctx context.Context, stateFile string, kill bool, reason string) error {
 	if _, held, err := runlock.Holder(stateFile); err != nil {
 		return err
 	} else if !held {
-		return &ErrNoEngine{StateFile: stateFile}
+		return &engine.ErrNoEngine{StateFile: stateFile}
 	}
 	return SendPause(ctx, stateFile, kill, reason)
 }
@@ -159,7 +133,7 @@ func Resume(ctx context.Context, stateFile, reason string) error {
 	if _, held, err := runlock.Holder(stateFile); err != nil {
 		return err
 	} else if !held {
-		return &ErrNoEngine{StateFile: stateFile}
+		return &engine.ErrNoEngine{StateFile: stateFile}
 	}
 	return SendResume(ctx, stateFile, reason)
 }

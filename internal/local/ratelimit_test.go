@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -44,7 +45,7 @@ func TestRateLimitsWaitWithFewerAgentsAndAreNotCharged(t *testing.T) {
 		return agent.Result{Success: true, Feasible: true, Summary: "done"}, nil
 	}}
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 4 })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	s := read(t, path)
@@ -81,7 +82,7 @@ func TestEndlessRateLimitsStopTheLoop(t *testing.T) {
 		return agent.Result{}, &agent.AttemptError{Kind: agent.KindRateLimit, Reason: "HTTP 529: overloaded", RetryAfter: time.Millisecond}
 	}}
 	out := runEngine(t, path, ag, nil)
-	if out.Reason != UsageLimit || !strings.Contains(out.Message, "12 times in a row") || !strings.Contains(out.Message, "529") {
+	if out.Reason != engine.UsageLimit || !strings.Contains(out.Message, "12 times in a row") || !strings.Contains(out.Message, "529") {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if a := read(t, path).Atom("A"); a.Attempts != 0 || a.Status != state.StatusPending {
@@ -100,7 +101,7 @@ func TestToolCallsShowAsProgressAndFailuresCarryTheirKind(t *testing.T) {
 	}}
 	var progress syncBuffer
 	out := runEngine(t, path, ag, func(o *Options) { o.Progress = &progress })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if !strings.Contains(progress.String(), "] A3 Bash: go test ./... second line\n") {

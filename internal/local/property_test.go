@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -133,7 +134,7 @@ func TestPropertyAlwaysHaltsAndNeverFakesCompletion(t *testing.T) {
 	if testing.Short() {
 		runs = 15
 	}
-	reasons := map[Reason]int{}
+	reasons := map[engine.Reason]int{}
 	for seed := 1; seed <= runs; seed++ {
 		r := rand.New(rand.NewPCG(uint64(seed), 42))
 		s := randomState(r)
@@ -146,16 +147,16 @@ func TestPropertyAlwaysHaltsAndNeverFakesCompletion(t *testing.T) {
 		ca.w = [6]int{3 + r.IntN(10), r.IntN(4), r.IntN(2), r.IntN(3), r.IntN(3), r.IntN(4)}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		start := time.Now()
-		out, err := Run(ctx, Options{Settings: Settings{AgentTimeout: 20 * time.Millisecond}, StateFile: path, Agent: ca, PollInterval: 5 * time.Millisecond, RetryBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+		out, err := Run(ctx, Options{Settings: engine.Settings{AgentTimeout: 20 * time.Millisecond}, StateFile: path, Agent: ca, PollInterval: 5 * time.Millisecond, RetryBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 		cancel()
 		if err != nil {
 			t.Fatalf("seed %d: Run: %v", seed, err)
 		}
 		reasons[out.Reason]++
-		if out.Reason == Deadlock {
+		if out.Reason == engine.Deadlock {
 			t.Logf("seed %d: %s", seed, out.Message)
 		}
-		if time.Since(start) > 30*time.Second || out.Reason == ManualStop {
+		if time.Since(start) > 30*time.Second || out.Reason == engine.ManualStop {
 			t.Fatalf("seed %d: did not halt by itself in time: %+v", seed, out)
 		}
 		// Repair sweeps (work a check found broken, redone) are not charged.
@@ -179,7 +180,7 @@ func TestPropertyAlwaysHaltsAndNeverFakesCompletion(t *testing.T) {
 		passes.Dir = dir
 		basePassed := passes.Run() == nil
 		completed := got.Control.Status == state.ControlCompleted
-		if (out.Reason == Completed) != completed || completed && !basePassed {
+		if (out.Reason == engine.Completed) != completed || completed && !basePassed {
 			t.Fatalf("seed %d: outcome %s, file status %s, base case passes %t", seed, out.Reason, got.Control.Status, basePassed)
 		}
 		if !completed && (got.Control.StopReason == nil || got.Control.Status != state.ControlStopped) {
@@ -193,12 +194,12 @@ func TestPropertyAlwaysHaltsAndNeverFakesCompletion(t *testing.T) {
 		// Atoms may be left only when a bound was reached and aot found the
 		// base case passing before stopping (planned or decomposed work the
 		// checks turned out not to need).
-		if out.Reason == Completed && dag.Unresolved(got) != 0 && !strings.HasPrefix(out.Message, "the base case passed (checked ") {
+		if out.Reason == engine.Completed && dag.Unresolved(got) != 0 && !strings.HasPrefix(out.Message, "the base case passed (checked ") {
 			t.Fatalf("seed %d: completed with unresolved atoms: %s", seed, out.Message)
 		}
 	}
 	t.Logf("stop reasons over %d runs: %v", runs, reasons)
-	if reasons[Completed] == 0 {
+	if reasons[engine.Completed] == 0 {
 		t.Errorf("no run completed: the property test does not reach the completion path")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package engine
+package local
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -28,11 +29,11 @@ esac`
 
 func TestWhatTheWorkerChangedIsWhatCounts(t *testing.T) {
 	quiet := false
-	for _, iso := range []string{IsolationNone, IsolationWorktree} {
+	for _, iso := range []string{engine.IsolationNone, engine.IsolationWorktree} {
 		t.Run(iso, func(t *testing.T) {
 			ids := [][2]string{{"H", ""}, {"L", ""}, {"Q", ""}, {"O", ""}}
 			var path, repo string
-			if iso == IsolationWorktree {
+			if iso == engine.IsolationWorktree {
 				path, repo = gitProject(t, ids, "test -f H.ok")
 			} else {
 				path = project(t, atoms(ids...), func(s *state.State) {
@@ -92,8 +93,8 @@ func TestAFailingCheckPointsAtWhatTheWorkerClaimed(t *testing.T) {
 	ag := &agent.Exec{Command: "sh " + writeScript(t, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 if [ "$AOT_ATTEMPT" -gt 1 ]; then echo 'echo hi' > lib.sh; else echo more >> notes.txt; fi
 echo '{"success": true, "summary": "wrote lib.sh", "artifacts": ["lib.sh", "notes.txt"]}'`)}
-	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationWorktree })
-	if out.Reason != Completed {
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = engine.IsolationWorktree })
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	var reopened bool
@@ -120,7 +121,7 @@ func (refusingAgent) Run(ctx context.Context, t agent.Task) (agent.Result, error
 func TestARefusedWriteIsJournaledAndIsTheFailure(t *testing.T) {
 	path := project(t, atoms([2]string{"A", ""}), func(s *state.State) { s.Objective.Constraints.MaxAttemptsPerAtom = 1 })
 	var progress strings.Builder
-	runEngine(t, path, refusingAgent{}, func(o *Options) { o.Isolation = IsolationNone; o.Progress = &progress })
+	runEngine(t, path, refusingAgent{}, func(o *Options) { o.Isolation = engine.IsolationNone; o.Progress = &progress })
 	denied := events(t, path, journal.PermissionDenied)
 	if len(denied) != 1 || denied[0].Atom != "A" || denied[0].Data["tool"] != "Write" || denied[0].Data["path"] != "/elsewhere/out.txt" {
 		t.Fatalf("permission_denied events = %+v", denied)
@@ -152,8 +153,8 @@ func TestALiarsDependentNeverRunsAndNothingLands(t *testing.T) {
 	ag := &agent.Exec{Command: "sh " + writeScript(t, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 [ "$AOT_ATOM_ID" = B ] && touch B.ok
 echo "{\"success\": true, \"summary\": \"made $AOT_ATOM_ID.ok\", \"artifacts\": [\"$AOT_ATOM_ID.ok\"]}"`)}
-	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationWorktree })
-	if out.Reason == Completed {
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = engine.IsolationWorktree })
+	if out.Reason == engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	for _, ev := range events(t, path, journal.AtomStart) {

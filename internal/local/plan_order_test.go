@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -16,7 +17,7 @@ import (
 // that depend on each other and on a child, in any order: all are accepted.
 func TestPlannerChildrenAndAtomsMayDependOnEachOtherInAnyOrder(t *testing.T) {
 	path := project(t, atoms([2]string{"A1", ""}), nil)
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	ok := succeedAndTouch(root, "N1")
 	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
 		switch {
@@ -40,7 +41,7 @@ func TestPlannerChildrenAndAtomsMayDependOnEachOtherInAnyOrder(t *testing.T) {
 		return ok(ctx, t)
 	}}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	s := read(t, path)
@@ -73,13 +74,13 @@ func TestPlannerChildrenAndAtomsMayDependOnEachOtherInAnyOrder(t *testing.T) {
 // AOT_STATE_FILE, even when aot was given a relative one.
 func TestTaskStateFileIsAbsolute(t *testing.T) {
 	path := project(t, atoms([2]string{"A1", ""}), nil)
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	t.Chdir(root)
 	rel := filepath.Join(".claude", "aot-loop-state.md")
 	ok := succeedAndTouch(root, "A1")
 	fa := &funcAgent{fn: ok}
 	out := runEngine(t, rel, fa, nil)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	want, err := filepath.EvalSymlinks(path)
@@ -107,7 +108,7 @@ func TestCrashReplaySkipsACorruptJournalLine(t *testing.T) {
 		s.Control.Status = state.ControlRunning
 		s.Atoms[0].Status = state.StatusInProgress
 	})
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	jpath := journal.PathFor(path)
 	jr, err := journal.Open(jpath)
 	if err != nil {
@@ -147,7 +148,7 @@ func TestCrashReplaySkipsACorruptJournalLine(t *testing.T) {
 		return ok(ctx, t)
 	}}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != Completed || fa.count(agent.Worker, "A1") != 0 {
+	if out.Reason != engine.Completed || fa.count(agent.Worker, "A1") != 0 {
 		t.Fatalf("outcome = %+v, A1 redone %d times", out, fa.count(agent.Worker, "A1"))
 	}
 	if b := read(t, path).Binding("A1"); b == nil || b.Summary != "A1 built" {

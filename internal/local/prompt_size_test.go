@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/prompt"
 )
 
@@ -37,7 +38,7 @@ func promptSizes(tb testing.TB, n int) (maxBytes, meanBytes int) {
 	path := benchProject(tb, n)
 	p := &prompter{}
 	out, err := Run(context.Background(), Options{StateFile: path, Agent: p})
-	if err != nil || out.Reason != Completed {
+	if err != nil || out.Reason != engine.Completed {
 		tb.Fatalf("%+v %v", out, err)
 	}
 	return p.max, p.total / p.n

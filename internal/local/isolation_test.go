@@ -1,6 +1,6 @@
 //go:build unix
 
-package engine
+package local
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -23,7 +24,7 @@ func gitProject(t *testing.T, ids [][2]string, base string) (path, repo string) 
 		s.Objective.BaseCase = &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: base}}
 		s.Objective.Constraints.MaxParallelAgents = 3
 	})
-	repo = ProjectRoot(path)
+	repo = engine.ProjectRoot(path)
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache")) // the worktrees
@@ -63,8 +64,8 @@ func TestIsolatedWorkersNeverLoseEachOthersChanges(t *testing.T) {
 	where := filepath.Join(t.TempDir(), "where")
 	t.Setenv("WHERE", where)
 	ag := &agent.Exec{Command: "sh " + writeScript(t, rmw)}
-	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationAuto; o.MaxParallel = 3 })
-	if out.Reason != Completed {
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = engine.IsolationAuto; o.MaxParallel = 3 })
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	// Both parallel read-modify-writes are there: one conflicted and re-ran.
@@ -126,9 +127,9 @@ func TestADirtyWorkingTreeIsLeftAsItWas(t *testing.T) {
 		t.Fatal(err)
 	}
 	ag := &agent.Exec{Command: `[ "$AOT_ROLE" = worker ] && touch A.ok; echo '{"success": true, "feasible": true, "passed": true, "atoms": []}'`}
-	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationAuto })
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = engine.IsolationAuto })
 	// The base case runs on the merged work, where A.ok is.
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if data, _ := os.ReadFile(filepath.Join(repo, "notes.txt")); string(data) != "my unsaved thoughts\n" {
@@ -147,14 +148,14 @@ func TestADirtyWorkingTreeIsLeftAsItWas(t *testing.T) {
 
 func TestOutsideGitWorkersRunOneAtATime(t *testing.T) {
 	path, _, _ := scriptProject(t, []string{"A", "B"}, "test -f A.ok && test -f B.ok", nil)
-	dir := ProjectRoot(path)
+	dir := engine.ProjectRoot(path)
 	// Each worker fails if another is running.
 	ag := execAgent(dir, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 [ -e busy ] && { echo '{"success": false, "summary": "another agent was running"}'; exit 0; }
 touch busy; sleep 0.2; rm busy; touch "$AOT_ATOM_ID.ok"; echo '{"success": true}'`)
-	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationAuto; o.MaxParallel = 3 })
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = engine.IsolationAuto; o.MaxParallel = 3 })
 	s := read(t, path)
-	if out.Reason != Completed || s.Atom("A").Attempts+s.Atom("B").Attempts != 0 {
+	if out.Reason != engine.Completed || s.Atom("A").Attempts+s.Atom("B").Attempts != 0 {
 		t.Fatalf("outcome = %+v, attempts A %d B %d: two workers ran at once", out, s.Atom("A").Attempts, s.Atom("B").Attempts)
 	}
 }
@@ -174,7 +175,7 @@ func TestDeclaredScopesDecideWhatRunsTogether(t *testing.T) {
 		s.Atom("B").Scope = []string{"src/b/**"}
 		s.Atom("C").Scope = []string{"src/a/x.go"}
 	})
-	dir := ProjectRoot(path)
+	dir := engine.ProjectRoot(path)
 	// Each worker notes who else is running while it runs.
 	ag := execAgent(dir, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 touch "running-$AOT_ATOM_ID"; sleep 0.4
@@ -182,8 +183,8 @@ for f in running-*; do [ "$f" != "running-$AOT_ATOM_ID" ] && echo "$AOT_ATOM_ID 
 rm "running-$AOT_ATOM_ID"; touch "$AOT_ATOM_ID.ok"; echo '{"success": true}'`)
 	// Outside git, without isolation: disjoint scopes run together,
 	// overlapping ones never.
-	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = IsolationAuto; o.MaxParallel = 3 })
-	if out.Reason != Completed {
+	out := runEngine(t, path, ag, func(o *Options) { o.Isolation = engine.IsolationAuto; o.MaxParallel = 3 })
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "together"))
@@ -219,7 +220,7 @@ touch "$MARK/started-$AOT_ATOM_ID"; sleep 30`)
 
 	// The next run cleans the orphans first, then a stop mid-run removes
 	// the attempts it kills.
-	wait := startEngine(t, path, Options{Settings: Settings{Isolation: IsolationAuto, MaxParallel: 2}, Agent: &agent.Exec{Command: "sh " + hang}})
+	wait := startEngine(t, path, Options{Settings: engine.Settings{Isolation: engine.IsolationAuto, MaxParallel: 2}, Agent: &agent.Exec{Command: "sh " + hang}})
 	_ = os.Remove(filepath.Join(mark, "started-A"))
 	_ = os.Remove(filepath.Join(mark, "started-B"))
 	waitFile(t, mark, "started-A")
@@ -231,7 +232,7 @@ touch "$MARK/started-$AOT_ATOM_ID"; sleep 30`)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if out := wait(); out.Reason != ManualStop {
+	if out := wait(); out.Reason != engine.ManualStop {
 		t.Fatalf("outcome = %+v", out)
 	}
 	removed := 0
@@ -265,14 +266,14 @@ echo "$AOT_ATOM_ID" >> "$MARK/calls"
 [ "$AOT_ATOM_ID" = B ] && [ ! -e "$MARK/b-works" ] && { echo '{"success": false, "summary": "not yet"}'; exit 0; }
 echo "$AOT_ATOM_ID" >> "$AOT_ATOM_ID.txt"
 echo '{"success": true, "summary": "wrote it", "artifacts": ["'$AOT_ATOM_ID'.txt"]}'`)}
-	limit := func(o *Options) { o.Isolation = IsolationAuto; o.MaxParallel = 1 }
+	limit := func(o *Options) { o.Isolation = engine.IsolationAuto; o.MaxParallel = 1 }
 	if _, err := state.NewStore(path).Update(func(s *state.State) error {
 		s.Objective.Constraints.MaxAttemptsPerAtom = 1
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if out := runEngine(t, path, ag, limit); out.Reason == Completed {
+	if out := runEngine(t, path, ag, limit); out.Reason == engine.Completed {
 		t.Fatalf("the first run should stop on B: %+v", out)
 	}
 	loop := ""
@@ -300,7 +301,7 @@ echo '{"success": true, "summary": "wrote it", "artifacts": ["'$AOT_ATOM_ID'.txt
 	}
 	os.WriteFile(filepath.Join(mark, "b-works"), nil, 0o644)
 	os.Remove(filepath.Join(mark, "calls"))
-	if out := runEngine(t, path, ag, limit); out.Reason != Completed {
+	if out := runEngine(t, path, ag, limit); out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	for _, ev := range events(t, path, journal.AtomFinish) {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package engine
+package local
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -35,7 +36,7 @@ func scriptProject(t *testing.T, ids []string, base string, edit func(*state.Sta
 			edit(s)
 		}
 	})
-	dir = ProjectRoot(path)
+	dir = engine.ProjectRoot(path)
 	return path, dir, nil
 }
 
@@ -107,7 +108,7 @@ func TestAFailedAtomWaitsWhileUntriedAtomsRun(t *testing.T) {
 if [ "$AOT_ATOM_ID" = A ] && [ "$AOT_ATTEMPT" -le 2 ]; then `+refuse+`; exit 0; fi
 `+succeed)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	w := workerCalls(calls(t, dir))
@@ -134,7 +135,7 @@ func TestParallelFirstFailuresAreNotAStall(t *testing.T) {
 [ "$AOT_ATTEMPT" = 1 ] && { `+refuse+`; exit 0; }
 `+succeed)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 3 })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	// One sweep without progress at most: when a quick retry succeeds before
@@ -154,7 +155,7 @@ func TestASweepWithoutProgressIsAStall(t *testing.T) {
 [ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 `+refuse)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 2 })
-	if out.Reason != Stalled || out.ExitCode != 5 {
+	if out.Reason != engine.Stalled || out.ExitCode != 5 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if !strings.Contains(out.Message, "stall: 2 sweeps in a row without progress") || !strings.Contains(out.Message, "the base case fails: base_case:") {
@@ -187,7 +188,7 @@ func TestABoundReachedWhileTheBaseCasePassesCompletes(t *testing.T) {
 	ag := execAgent(dir, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 `+refuse)
 	out := runEngine(t, path, ag, nil)
-	if out.Reason != Completed || out.ExitCode != 0 || !strings.Contains(out.Message, "checked before stopping on stall") {
+	if out.Reason != engine.Completed || out.ExitCode != 0 || !strings.Contains(out.Message, "checked before stopping on stall") {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if v := events(t, path, journal.Verify); len(v) == 0 || !*v[len(v)-1].OK {
@@ -208,7 +209,7 @@ func TestAFastFailureDoesNotThrowAwayASlowAtom(t *testing.T) {
 sleep 1
 `+succeed)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 2 })
-	if out.Reason != Stalled {
+	if out.Reason != engine.Stalled {
 		t.Fatalf("outcome = %+v", out)
 	}
 	s := read(t, path)
@@ -228,7 +229,7 @@ echo '{"input_tokens": 20, "output_tokens": 10, "cost_usd": 0.01}' >> "$AOT_USAG
 echo '{"input_tokens": 20, "output_tokens": 10, "cost_usd": 0.01}' >> "$AOT_USAGE_FILE"
 kill -9 $$`)
 	out := runEngine(t, path, ag, nil)
-	if out.Reason != Budget {
+	if out.Reason != engine.Budget {
 		t.Fatalf("outcome = %+v", out)
 	}
 	n := len(calls(t, dir))
@@ -250,12 +251,12 @@ func TestBoundsHoldAcrossRuns(t *testing.T) {
 	ag := execAgent(dir, `echo '{"input_tokens": 300, "output_tokens": 0}' >> "$AOT_USAGE_FILE"
 `+succeed)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
-	if out.Reason != Budget || out.Usage.InputTokens != 1200 {
+	if out.Reason != engine.Budget || out.Usage.InputTokens != 1200 {
 		t.Fatalf("first run = %+v", out)
 	}
 	before := len(calls(t, dir))
 	out = runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
-	if out.Reason != Budget || out.Usage.InputTokens != 1200 || len(calls(t, dir)) != before {
+	if out.Reason != engine.Budget || out.Usage.InputTokens != 1200 || len(calls(t, dir)) != before {
 		t.Fatalf("second run = %+v after %d calls, now %d: the budget is the loop's, not the run's", out, before, len(calls(t, dir)))
 	}
 	if !strings.Contains(out.Message, "aot redirect --reason R --max-tokens N") {
@@ -272,7 +273,7 @@ func TestMaxIterationsFlagCountsThisRun(t *testing.T) {
 `+refuse)
 	for run := 1; run <= 2; run++ {
 		out := runEngine(t, path, ag, func(o *Options) { o.MaxIterations = 2 })
-		if out.Reason != MaxIterations || out.Iterations != 2*run {
+		if out.Reason != engine.MaxIterations || out.Iterations != 2*run {
 			t.Fatalf("run %d: %+v (want %d iterations in all)", run, out, 2*run)
 		}
 	}
@@ -285,13 +286,13 @@ func TestARunAfterAStallStartsANewStallWindow(t *testing.T) {
 	ag := execAgent(dir, `[ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 [ -f go ] && { `+succeed+`; exit 0; }
 `+refuse)
-	if out := runEngine(t, path, ag, nil); out.Reason != Stalled {
+	if out := runEngine(t, path, ag, nil); out.Reason != engine.Stalled {
 		t.Fatalf("first run = %+v", out)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := runEngine(t, path, ag, nil); out.Reason != Completed {
+	if out := runEngine(t, path, ag, nil); out.Reason != engine.Completed {
 		t.Fatalf("second run = %+v: it should try again, not stop on the old stall count", out)
 	}
 }
@@ -303,7 +304,7 @@ func TestUsageLimitWithRetryAtWaitsThenGoesOn(t *testing.T) {
 `+succeed)
 	start := time.Now()
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	retry, _ := time.Parse(time.RFC3339, at)
@@ -337,13 +338,13 @@ func TestAStopDuringAQuotaWaitStopsAtOnce(t *testing.T) {
 	}()
 	start := time.Now()
 	out := runEngine(t, path, ag, nil)
-	if out.Reason != ManualStop || time.Since(start) > 10*time.Second {
+	if out.Reason != engine.ManualStop || time.Since(start) > 10*time.Second {
 		t.Fatalf("outcome = %+v after %s", out, time.Since(start))
 	}
 	// --no-wait keeps the old stop.
 	path2, dir2, _ := scriptProject(t, []string{"A"}, "test -f A.ok", nil)
 	out = runEngine(t, path2, execAgent(dir2, `echo '{"usage_limit": true, "retry_at": "`+at+`"}'`), func(o *Options) { o.NoWait = true })
-	if out.Reason != UsageLimit || out.ExitCode != 10 || !strings.Contains(out.Message, "--no-wait") {
+	if out.Reason != engine.UsageLimit || out.ExitCode != 10 || !strings.Contains(out.Message, "--no-wait") {
 		t.Fatalf("--no-wait outcome = %+v", out)
 	}
 }
@@ -356,7 +357,7 @@ func TestAnAtomOutOfAttemptsIsParkedWhileTheRestFinishes(t *testing.T) {
 [ "$AOT_ATOM_ID" = BAD ] && { `+refuse+`; exit 0; }
 `+succeed)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
-	if out.Reason != MaxAttempts || out.ExitCode != 9 || !strings.Contains(out.Message, "BAD failed 2 times") {
+	if out.Reason != engine.MaxAttempts || out.ExitCode != 9 || !strings.Contains(out.Message, "BAD failed 2 times") {
 		t.Fatalf("outcome = %+v", out)
 	}
 	s := read(t, path)
@@ -365,7 +366,7 @@ func TestAnAtomOutOfAttemptsIsParkedWhileTheRestFinishes(t *testing.T) {
 	}
 	// The same state stops for the same reason, without running BAD again.
 	before := len(workerCalls(calls(t, dir)))
-	if out := runEngine(t, path, ag, nil); out.Reason != MaxAttempts || len(workerCalls(calls(t, dir))) != before {
+	if out := runEngine(t, path, ag, nil); out.Reason != engine.MaxAttempts || len(workerCalls(calls(t, dir))) != before {
 		t.Fatalf("second run = %+v", out)
 	}
 }
@@ -379,7 +380,7 @@ func TestOversizedAnswersKeepTheWorkNotTheStateFileSize(t *testing.T) {
 	ag := execAgent(dir, `[ "$AOT_ATOM_ID" = YES ] && exec yes
 printf '{"success": true, "summary": "'; head -c 2000000 /dev/zero | tr '\0' x; echo '"}'`)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 2 })
-	if out.Reason != MaxAttempts {
+	if out.Reason != engine.MaxAttempts {
 		t.Fatalf("outcome = %+v", out)
 	}
 	s := read(t, path)
@@ -416,7 +417,7 @@ if [ "$AOT_ATOM_ID" = A ] && [ ! -f lied ]; then touch lied; echo "$claim"; exit
 if [ "$AOT_ATOM_ID" = B ] && [ ! -f broke ]; then touch broke; sleep 0.2; rm -f C.ok; fi
 touch "$AOT_ATOM_ID.ok"; echo "$claim"`)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	var reopened []string
@@ -445,7 +446,7 @@ func TestReopeningIsBounded(t *testing.T) {
 	})
 	ag := execAgent(dir, `echo '{"success": true, "feasible": true, "passed": true, "atoms": [], "artifacts": ["A.ok"]}'`)
 	out := runEngine(t, path, ag, nil)
-	if out.Reason == Completed || !strings.Contains(out.Message, "the base case fails: base_case:") {
+	if out.Reason == engine.Completed || !strings.Contains(out.Message, "the base case fails: base_case:") {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if n := len(workerCalls(calls(t, dir))); n != 3 {
@@ -462,7 +463,7 @@ func TestCrashesAloneAreRetriedNotCountedAsStalls(t *testing.T) {
 		s.Objective.Constraints.MaxAttemptsPerAtom = 3
 	})
 	out := runEngine(t, path, execAgent(dir, `kill -9 $$`), nil)
-	if out.Reason != MaxAttempts {
+	if out.Reason != engine.MaxAttempts {
 		t.Fatalf("outcome = %+v", out)
 	}
 	cs := calls(t, dir)
@@ -486,7 +487,7 @@ func TestAFailureOnABrokenDependencyRedoesTheDependencyFirst(t *testing.T) {
 			{Item: "B", Check: &state.Check{Type: state.CheckFile, Value: "B.ok"}},
 		}}
 	})
-	dir := ProjectRoot(path)
+	dir := engine.ProjectRoot(path)
 	ag := execAgent(dir, `
 [ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 case "$AOT_ATOM_ID" in
@@ -496,7 +497,7 @@ B) grep -q good A.ok || { echo '{"success": false, "summary": "A does not work"}
 esac
 echo '{"success": true, "summary": "done"}'`)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	var order []string
@@ -530,7 +531,7 @@ func TestSweepsRedoingBrokenWorkAreNotChargedToMaxIterations(t *testing.T) {
 			{Item: "D", Check: &state.Check{Type: state.CheckFile, Value: "D.ok"}},
 		}}
 	})
-	dir := ProjectRoot(path)
+	dir := engine.ProjectRoot(path)
 	ag := execAgent(dir, `
 [ "$AOT_ROLE" != worker ] && { echo '{"feasible": true, "atoms": []}'; exit 0; }
 case "$AOT_ATOM_ID" in
@@ -541,7 +542,7 @@ D) touch D.ok ;;
 esac
 echo '{"success": true, "summary": "done"}'`)
 	out := runEngine(t, path, ag, func(o *Options) { o.MaxParallel = 1 })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	repairs := 0

@@ -1,6 +1,6 @@
 //go:build unix
 
-package engine
+package local
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
 
 // startEngine runs the engine in the background; wait returns its outcome.
-func startEngine(t *testing.T, path string, opts Options) (wait func() Outcome) {
+func startEngine(t *testing.T, path string, opts Options) (wait func() engine.Outcome) {
 	t.Helper()
 	opts.StateFile = path
 	if opts.PollInterval == 0 {
@@ -24,7 +25,7 @@ func startEngine(t *testing.T, path string, opts Options) (wait func() Outcome) 
 	}
 	opts.RetryBackoff, opts.MaxBackoff = time.Millisecond, 20*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	done := make(chan Outcome, 1)
+	done := make(chan engine.Outcome, 1)
 	go func() {
 		out, err := Run(ctx, opts)
 		if err != nil {
@@ -33,13 +34,13 @@ func startEngine(t *testing.T, path string, opts Options) (wait func() Outcome) 
 		done <- out
 	}()
 	t.Cleanup(cancel)
-	return func() Outcome {
+	return func() engine.Outcome {
 		select {
 		case out := <-done:
 			return out
 		case <-time.After(60 * time.Second):
 			t.Fatal("the engine did not stop")
-			return Outcome{}
+			return engine.Outcome{}
 		}
 	}
 }
@@ -67,25 +68,25 @@ touch "$AOT_ATOM_ID.ok"; echo '{"success": true, "summary": "did it"}'`
 func TestARedirectStopsOnlyWhatItInvalidates(t *testing.T) {
 	path, dir, _ := scriptProject(t, []string{"A", "B"}, "test -f A.ok && test -f B.ok && test -f N.ok", nil)
 	ag := execAgent(dir, gated)
-	wait := startEngine(t, path, Options{Settings: Settings{MaxParallel: 3}, Agent: ag})
+	wait := startEngine(t, path, Options{Settings: engine.Settings{MaxParallel: 3}, Agent: ag})
 	waitFile(t, dir, "started-A.1")
 	waitFile(t, dir, "started-B.1")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A refused redirect stops nothing.
-	err := SendRedirect(ctx, path, Change{Reason: "bad", AddAtoms: []state.Atom{{ID: "Z", Description: "z", DependsOn: []string{"NOPE"}}}})
+	err := SendRedirect(ctx, path, engine.Change{Reason: "bad", AddAtoms: []state.Atom{{ID: "Z", Description: "z", DependsOn: []string{"NOPE"}}}})
 	if err == nil {
 		t.Fatal("a redirect to an unknown dependency was accepted")
 	}
 	// Adding an atom and a bound stops nothing; the new atom starts at once.
 	three := 3
-	if err := SendRedirect(ctx, path, Change{Reason: "more", AddAtoms: []state.Atom{{ID: "N", Description: "n", DependsOn: []string{}}}, MaxParallelAgents: &three}); err != nil {
+	if err := SendRedirect(ctx, path, engine.Change{Reason: "more", AddAtoms: []state.Atom{{ID: "N", Description: "n", DependsOn: []string{}}}, MaxParallelAgents: &three}); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, dir, "started-N.1")
 	// Removing B stops B only.
-	if err := SendRedirect(ctx, path, Change{Reason: "no B", RemoveAtoms: []string{"B"}}); err != nil {
+	if err := SendRedirect(ctx, path, engine.Change{Reason: "no B", RemoveAtoms: []string{"B"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"A", "N", "B"} {
@@ -120,7 +121,7 @@ func TestARedirectStopsOnlyWhatItInvalidates(t *testing.T) {
 func TestAHandEditDuringARunIsTakenAsARedirect(t *testing.T) {
 	path, dir, _ := scriptProject(t, []string{"A", "B"}, "test -f A.ok && test -f B.ok", nil)
 	ag := execAgent(dir, gated)
-	wait := startEngine(t, path, Options{Settings: Settings{MaxParallel: 2}, Agent: ag, FlushInterval: 10 * time.Millisecond})
+	wait := startEngine(t, path, Options{Settings: engine.Settings{MaxParallel: 2}, Agent: ag, FlushInterval: 10 * time.Millisecond})
 	waitFile(t, dir, "started-A.1")
 	waitFile(t, dir, "started-B.1")
 	// A person changes the goal in an editor: every agent restarts on the new goal.
@@ -152,7 +153,7 @@ func TestAHandEditDuringARunIsTakenAsARedirect(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if out := wait(); out.Reason != Completed {
+	if out := wait(); out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	s := read(t, path)

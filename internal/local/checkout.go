@@ -1,11 +1,10 @@
-package engine
+package local
 
 import (
 	"io"
 	"os"
-	"path/filepath"
 
-	"github.com/aot-loop/aot/internal/history"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 )
 
@@ -16,22 +15,11 @@ import (
 // maxCheckOutput bounds one check's kept output.
 const maxCheckOutput = 8 << 20
 
-// CheckOutputDir holds the last verification's output of each command check.
-func CheckOutputDir(stateFile string) string {
-	return filepath.Join(journal.DirFor(stateFile), "checks")
-}
-
-// CheckOutputFile is where the output of the check named item is kept.
-func CheckOutputFile(stateFile, item string) string {
-	return filepath.Join(CheckOutputDir(stateFile), history.SafeName(item)+".out")
-}
-
 func (l *localHost) checkOutput(item string) io.WriteCloser {
-	e := l.e
-	if err := os.MkdirAll(CheckOutputDir(e.opts.StateFile), journal.DirMode); err != nil {
+	if err := os.MkdirAll(engine.CheckOutputDir(l.opts.StateFile), journal.DirMode); err != nil {
 		return nil
 	}
-	f, err := os.OpenFile(CheckOutputFile(e.opts.StateFile, item), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, journal.FileMode)
+	f, err := os.OpenFile(engine.CheckOutputFile(l.opts.StateFile, item), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, journal.FileMode)
 	if err != nil {
 		return nil
 	}

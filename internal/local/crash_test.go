@@ -1,6 +1,6 @@
 //go:build unix
 
-package engine
+package local
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -44,7 +45,7 @@ func TestEngineHelperProcess(t *testing.T) {
 	if c := os.Getenv(crashEnv + "_AGENT"); c != "" {
 		a = &agent.Exec{Command: c}
 	}
-	_, _ = Run(context.Background(), Options{Settings: Settings{Isolation: os.Getenv(crashEnv + "_ISOLATION")}, StateFile: path, Agent: a, FlushInterval: 20 * time.Millisecond})
+	_, _ = Run(context.Background(), Options{Settings: engine.Settings{Isolation: os.Getenv(crashEnv + "_ISOLATION")}, StateFile: path, Agent: a, FlushInterval: 20 * time.Millisecond})
 	os.Exit(0)
 }
 
@@ -212,7 +213,7 @@ touch "$AOT_ATOM_ID.ok"; echo '{"success": true}'`), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	out := runEngine(t, path, &agent.Exec{Command: "sh " + check}, nil)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "survivors")); err == nil {

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -86,9 +87,9 @@ func succeedAndTouch(dir, last string) func(ctx context.Context, t agent.Task) (
 	}
 }
 
-func runEngine(t *testing.T, path string, a agent.Agent, edit func(*Options)) Outcome {
+func runEngine(t *testing.T, path string, a agent.Agent, edit func(*Options)) engine.Outcome {
 	t.Helper()
-	opts := Options{Settings: Settings{AgentTimeout: 5 * time.Second}, StateFile: path, Agent: a, PollInterval: 10 * time.Millisecond, RetryBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+	opts := Options{Settings: engine.Settings{AgentTimeout: 5 * time.Second}, StateFile: path, Agent: a, PollInterval: 10 * time.Millisecond, RetryBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}
 	if edit != nil {
 		edit(&opts)
 	}
@@ -112,10 +113,10 @@ func read(t *testing.T, path string) *state.State {
 
 func TestCompletesWhenTheBaseCasePasses(t *testing.T) {
 	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", "A1"}, [2]string{"A3", "A1"}, [2]string{"A4", "A2"}), nil)
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	fa := &funcAgent{fn: succeedAndTouch(root, "A4")}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != Completed || out.ExitCode != 0 {
+	if out.Reason != engine.Completed || out.ExitCode != 0 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	s := read(t, path)
@@ -152,7 +153,7 @@ func TestAgentClaimsDoNotCompleteTheLoop(t *testing.T) {
 		return agent.Result{Success: true, Passed: true, Feasible: true}, nil
 	}}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != Stalled {
+	if out.Reason != engine.Stalled {
 		t.Fatalf("outcome = %+v; want a stall", out)
 	}
 	if s := read(t, path); s.Control.Status != state.ControlStopped || s.Control.StopReason == nil {
@@ -165,7 +166,7 @@ func TestFailedORChoiceBacktracks(t *testing.T) {
 		s.Atoms[0].ORGroup, s.Atoms[1].ORGroup = "build", "build"
 		s.ORGroups = []state.ORGroup{{Name: "build", Choices: []string{"B1", "B2"}, Selected: "B1", Failed: []string{}}}
 	})
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	ok := succeedAndTouch(root, "C")
 	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
 		if t.Atom.ID == "B1" {
@@ -174,7 +175,7 @@ func TestFailedORChoiceBacktracks(t *testing.T) {
 		return ok(ctx, t)
 	}}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	s := read(t, path)
@@ -195,7 +196,7 @@ func TestORExhaustionStops(t *testing.T) {
 		return agent.Result{}, &agent.AttemptError{Reason: "crashed"}
 	}}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != ORExhausted || out.ExitCode != 6 {
+	if out.Reason != engine.ORExhausted || out.ExitCode != 6 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	// B1 backtracked at its first failure; B2, the last choice, was retried
@@ -220,7 +221,7 @@ func TestAnExhaustedGroupStopsAgainWithTheSameReason(t *testing.T) {
 		return agent.Result{}, errors.New("unused")
 	}}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != ORExhausted || out.ExitCode != 6 || !strings.Contains(out.Message, "OR group exhausted: g") {
+	if out.Reason != engine.ORExhausted || out.ExitCode != 6 || !strings.Contains(out.Message, "OR group exhausted: g") {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if len(fa.calls) != 0 {
@@ -230,7 +231,7 @@ func TestAnExhaustedGroupStopsAgainWithTheSameReason(t *testing.T) {
 
 func TestFailingAtomIsProbedThenDecomposed(t *testing.T) {
 	path := project(t, atoms([2]string{"A1", ""}), nil)
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	ok := succeedAndTouch(root, "A1b")
 	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
 		switch {
@@ -242,7 +243,7 @@ func TestFailingAtomIsProbedThenDecomposed(t *testing.T) {
 		return ok(ctx, t)
 	}}
 	out := runEngine(t, path, fa, func(o *Options) {})
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if fa.count(agent.Probe, "A1") != 1 || fa.count(agent.Planner, "A1") != 1 || fa.count(agent.Worker, "A1") != 2 {
@@ -258,7 +259,7 @@ func TestMaxIterationsBound(t *testing.T) {
 	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", "A1"}, [2]string{"A3", "A2"}), nil)
 	fa := &funcAgent{fn: succeedAndTouch("", "")}
 	out := runEngine(t, path, fa, func(o *Options) { o.MaxIterations = 2 })
-	if out.Reason != MaxIterations || out.Iterations != 2 || out.ExitCode != 4 {
+	if out.Reason != engine.MaxIterations || out.Iterations != 2 || out.ExitCode != 4 {
 		t.Fatalf("outcome = %+v", out)
 	}
 }
@@ -270,7 +271,7 @@ func TestCrashReplayDoesNotRedoJournaledResults(t *testing.T) {
 		s.Control.Status = state.ControlRunning
 		s.Atoms[0].Status = state.StatusInProgress
 	})
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	jr, err := journal.Open(journal.PathFor(path))
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +302,7 @@ func TestCrashReplayDoesNotRedoJournaledResults(t *testing.T) {
 		return ok(ctx, t)
 	}}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if fa.count(agent.Worker, "A1") != 0 {
@@ -323,7 +324,7 @@ func TestAgentTimeoutIsAFailedAttempt(t *testing.T) {
 		return agent.Result{}, &agent.AttemptError{Reason: "timed out"}
 	}}
 	out := runEngine(t, path, fa, func(o *Options) { o.AgentTimeout = 50 * time.Millisecond })
-	if out.Reason != MaxAttempts || out.ExitCode != 9 {
+	if out.Reason != engine.MaxAttempts || out.ExitCode != 9 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	a := read(t, path).Atom("A1")
@@ -338,7 +339,7 @@ func TestBudgetStopsTheLoop(t *testing.T) {
 		return agent.Result{Success: true, Usage: agent.Usage{InputTokens: 80, OutputTokens: 40, CostUSD: 0.5}}, nil
 	}}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != Budget || out.ExitCode != 8 || out.Usage.InputTokens != 80 {
+	if out.Reason != engine.Budget || out.ExitCode != 8 || out.Usage.InputTokens != 80 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if fa.count(agent.Worker, "A2") != 0 {
@@ -353,7 +354,7 @@ func TestSpeculativeORAdoptsTheFirstSuccessAndKillsTheRest(t *testing.T) {
 		}
 		s.ORGroups = []state.ORGroup{{Name: "fast", Choices: []string{"S1", "S2", "S3"}, Selected: "S1", Failed: []string{}, Speculative: true}}
 	})
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	ok := succeedAndTouch(root, "C")
 	var killed sync.Map
 	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
@@ -369,7 +370,7 @@ func TestSpeculativeORAdoptsTheFirstSuccessAndKillsTheRest(t *testing.T) {
 		return ok(ctx, t)
 	}}
 	out := runEngine(t, path, fa, func(o *Options) { o.AgentTimeout = 10 * time.Second })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	for _, id := range []string{"S1", "S2", "S3"} {
@@ -394,10 +395,9 @@ func TestSpeculativeORAdoptsTheFirstSuccessAndKillsTheRest(t *testing.T) {
 }
 
 func TestPromptHoldsOnlyTheAtomItsDependenciesAndTheObjective(t *testing.T) {
-	small, large := promptEngine(10), promptEngine(10_000)
-	for _, e := range []*engine{small, large} {
-		a := &e.s.Atoms[len(e.s.Atoms)/2]
-		task := e.taskFor(a, agent.Worker, 1)
+	small, large := middleTask(t, 10), middleTask(t, 10_000)
+	for _, task := range []agent.Task{small, large} {
+		a := task.Atom
 		if len(task.Bindings) > len(a.DependsOn) {
 			t.Fatalf("task for %s has %d bindings for %d dependencies", a.ID, len(task.Bindings), len(a.DependsOn))
 		}
@@ -407,8 +407,8 @@ func TestPromptHoldsOnlyTheAtomItsDependenciesAndTheObjective(t *testing.T) {
 			}
 		}
 	}
-	size := func(e *engine) int {
-		data, _ := json.Marshal(e.taskFor(&e.s.Atoms[len(e.s.Atoms)/2], agent.Worker, 1))
+	size := func(task agent.Task) int {
+		data, _ := json.Marshal(task)
 		return len(data)
 	}
 	if s, l := size(small), size(large); l > s+200 {
@@ -422,7 +422,7 @@ func TestUsageLimitStopsWithoutChargingTheAtom(t *testing.T) {
 		return agent.Result{UsageLimit: true, Summary: "429: quota exceeded"}, nil
 	}}
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != UsageLimit || out.ExitCode != 10 {
+	if out.Reason != engine.UsageLimit || out.ExitCode != 10 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	a := read(t, path).Atom("A1")
@@ -438,7 +438,7 @@ func TestStopDuringVerificationKillsTheCheck(t *testing.T) {
 	path := project(t, atoms([2]string{"A1", ""}), func(s *state.State) {
 		s.Objective.BaseCase = &state.BaseCase{Legacy: &state.Check{Type: state.CheckCommand, Value: "touch checking; sleep 30"}}
 	})
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	fa := &funcAgent{fn: succeedAndTouch(root, "")}
 	go func() {
 		for i := 0; i < 500; i++ {
@@ -455,7 +455,7 @@ func TestStopDuringVerificationKillsTheCheck(t *testing.T) {
 	}()
 	start := time.Now()
 	out := runEngine(t, path, fa, nil)
-	if out.Reason != ManualStop || time.Since(start) > 5*time.Second {
+	if out.Reason != engine.ManualStop || time.Since(start) > 5*time.Second {
 		t.Fatalf("outcome = %+v after %s", out, time.Since(start))
 	}
 	if s := read(t, path); s.Control.Status != state.ControlStopped || deref(s.Control.StopReason) != "manual stop: user" {
@@ -465,7 +465,7 @@ func TestStopDuringVerificationKillsTheCheck(t *testing.T) {
 
 func TestProgressShowsStartsFinishesAndWhatRuns(t *testing.T) {
 	path := project(t, atoms([2]string{"A1", ""}, [2]string{"A2", ""}), nil)
-	root := ProjectRoot(path)
+	root := engine.ProjectRoot(path)
 	ok := succeedAndTouch(root, "A2")
 	fa := &funcAgent{fn: func(ctx context.Context, t agent.Task) (agent.Result, error) {
 		if t.Atom.ID == "A1" {
@@ -475,7 +475,7 @@ func TestProgressShowsStartsFinishesAndWhatRuns(t *testing.T) {
 	}}
 	var buf syncBuffer
 	out := runEngine(t, path, fa, func(o *Options) { o.Progress = &buf; o.Heartbeat = 50 * time.Millisecond })
-	if out.Reason != Completed {
+	if out.Reason != engine.Completed {
 		t.Fatalf("outcome = %+v", out)
 	}
 	text := buf.String()
@@ -525,4 +525,12 @@ func TestTheJudgeGetsTheCheckInTheStateFilesOwnWords(t *testing.T) {
 	if got != want {
 		t.Fatalf("judge check = %s\nwant %s", got, want)
 	}
+}
+
+// deref is *p, "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package engine
+package local
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/state"
 )
 
@@ -65,13 +66,13 @@ func TestPropertyRealProcessesNeverOutliveTheRun(t *testing.T) {
 		ag := &agent.Exec{Command: "SEED=" + strconv.Itoa(seed) + " sh " + script}
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		start := time.Now()
-		out, err := Run(ctx, Options{Settings: Settings{AgentTimeout: 300 * time.Millisecond}, StateFile: path, Agent: ag, PollInterval: 5 * time.Millisecond,
+		out, err := Run(ctx, Options{Settings: engine.Settings{AgentTimeout: 300 * time.Millisecond}, StateFile: path, Agent: ag, PollInterval: 5 * time.Millisecond,
 			RetryBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 		cancel()
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		if out.Reason == ManualStop || time.Since(start) > 60*time.Second {
+		if out.Reason == engine.ManualStop || time.Since(start) > 60*time.Second {
 			t.Fatalf("seed %d: did not halt by itself: %+v", seed, out)
 		}
 		if out.Iterations > s.Objective.Constraints.MaxIterations {
@@ -79,7 +80,7 @@ func TestPropertyRealProcessesNeverOutliveTheRun(t *testing.T) {
 		}
 		check := exec.Command("sh", "-c", s.Objective.BaseCase.Legacy.Value)
 		check.Dir = dir
-		if out.Reason == Completed && check.Run() != nil {
+		if out.Reason == engine.Completed && check.Run() != nil {
 			t.Fatalf("seed %d: completed but the base case fails", seed)
 		}
 		if left := marked(value); len(left) > 0 {

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"context"
@@ -10,27 +10,10 @@ import (
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/dag"
+	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
 	"github.com/aot-loop/aot/internal/workspace"
-)
-
-// Isolation modes of Options.Isolation.
-const (
-	// IsolationAuto: a worktree per worker attempt in a git repository;
-	// elsewhere as IsolationNone. The CLI's default.
-	IsolationAuto = "auto"
-	// IsolationWorktree: a worktree per worker attempt; not a git
-	// repository is an error.
-	IsolationWorktree = "worktree"
-	// IsolationNone: every agent in the project root, one worker at a time,
-	// so two agents never write the same files at once.
-	IsolationNone = "none"
-	// IsolationShared: every agent in the project root, in parallel: for
-	// agents that write nothing, or files the person knows to be disjoint.
-	// The zero value of Options.Isolation, for programs that embed the
-	// engine with in-process agents.
-	IsolationShared = "shared"
 )
 
 // isolation is the engine's git work for one run: nil when agents share
@@ -40,56 +23,61 @@ type isolation struct {
 	merging sync.Mutex // merges in the order their results arrive
 }
 
+// isoMode is what a run's isolation means for its kernel.
+type isoMode struct {
+	serial      bool   // workers one at a time in the project root
+	integration string // where agents and checks read the merged work; "": the project root
+}
+
 // openIsolation decides the run's isolation and prepares it: the orphans of
 // a crashed run are removed, and the integration worktree (journaled first)
-// is created. It returns the parallelism cap the mode imposes (0: none).
-func (l *localHost) openIsolation(ctx context.Context) (int, error) {
-	e := l.e
-	mode := e.opts.Isolation
+// is created.
+func (l *localHost) openIsolation(ctx context.Context) (isoMode, error) {
+	mode := l.opts.Isolation
 	if mode == "" {
-		mode = IsolationShared
+		mode = engine.IsolationShared
 	}
 	switch mode {
-	case IsolationShared:
-		return 0, nil
-	case IsolationNone:
-		e.serial = true
-		return 0, nil
-	case IsolationAuto, IsolationWorktree:
+	case engine.IsolationShared:
+		return isoMode{}, nil
+	case engine.IsolationNone:
+		l.serial = true
+		return isoMode{serial: true}, nil
+	case engine.IsolationAuto, engine.IsolationWorktree:
 	default:
-		return 0, fmt.Errorf("unknown isolation %q (want auto, worktree, none or shared)", mode)
+		return isoMode{}, fmt.Errorf("unknown isolation %q (want auto, worktree, none or shared)", mode)
 	}
-	m, err := workspace.Open(ctx, e.opts.Workdir, workspace.Options{LoopID: e.s.Control.LoopID, KeepFailed: e.opts.KeepFailed, StateFile: e.opts.StateFile, Dir: e.opts.WorktreeDir})
-	if errors.Is(err, workspace.ErrNotGit) && mode == IsolationAuto {
-		e.say("not a git repository with a commit: workers run one at a time in the project root (git init and commit to run them in parallel, isolated)")
-		e.event(journal.Event{Type: journal.Workspace, Reason: "not a git repository: no isolation, one worker at a time"})
-		e.serial = true
-		return 0, nil
+	m, err := workspace.Open(ctx, l.opts.Workdir, workspace.Options{LoopID: l.s.Control.LoopID, KeepFailed: l.opts.KeepFailed, StateFile: l.opts.StateFile, Dir: l.opts.WorktreeDir})
+	if errors.Is(err, workspace.ErrNotGit) && mode == engine.IsolationAuto {
+		l.say("not a git repository with a commit: workers run one at a time in the project root (git init and commit to run them in parallel, isolated)")
+		l.event(journal.Event{Type: journal.Workspace, Reason: "not a git repository: no isolation, one worker at a time"})
+		l.serial = true
+		return isoMode{serial: true}, nil
 	}
 	if err != nil {
-		return 0, err
+		return isoMode{}, err
 	}
 	orphans, err := m.CleanOrphans(ctx, nil)
 	if err != nil {
-		return 0, err
+		return isoMode{}, err
 	}
 	for _, o := range orphans {
-		e.event(journal.Event{Type: journal.Worktree, Atom: o.Atom, Reason: "removed: left by a run that ended without cleaning up"}.With(journal.WorktreeData{Path: o.Path, Branch: o.Branch}))
+		l.event(journal.Event{Type: journal.Worktree, Atom: o.Atom, Reason: "removed: left by a run that ended without cleaning up"}.With(journal.WorktreeData{Path: o.Path, Branch: o.Branch}))
 	}
-	e.event(journal.Event{Reason: "a git worktree per worker attempt"}.With(journal.WorkspaceData{Integration: m.IntegrationDir(), Branch: m.Branch()}))
+	l.event(journal.Event{Reason: "a git worktree per worker attempt"}.With(journal.WorkspaceData{Integration: m.IntegrationDir(), Branch: m.Branch()}))
 	if err := l.jr.Sync(); err != nil {
-		return 0, err
+		return isoMode{}, err
 	}
 	if err := m.Start(ctx); err != nil {
-		return 0, err
+		return isoMode{}, err
 	}
 	l.iso = &isolation{m: m}
-	e.integration = m.IntegrationDir()
+	l.integration = m.IntegrationDir()
 	if sensitiveDir(m.WorktreesDir()) {
-		e.say("warning: the worktrees are below a .git or .claude folder (%s), where Claude Code refuses every write; choose another folder with --worktree-dir", m.WorktreesDir())
+		l.say("warning: the worktrees are below a .git or .claude folder (%s), where Claude Code refuses every write; choose another folder with --worktree-dir", m.WorktreesDir())
 	}
-	e.say("isolation: a git worktree per worker attempt, merged into %s (worktrees in %s)", m.Branch(), m.WorktreesDir())
-	return 0, nil
+	l.say("isolation: a git worktree per worker attempt, merged into %s (worktrees in %s)", m.Branch(), m.WorktreesDir())
+	return isoMode{integration: l.integration}, nil
 }
 
 // sensitiveDir reports whether dir is below a .git or .claude folder.
@@ -105,8 +93,7 @@ func sensitiveDir(dir string) bool {
 // isolatedRun runs a worker attempt in its own worktree: created (after the
 // journal names it), the agent run there, its changes committed and merged
 // when it succeeded, the worktree removed whatever happened.
-func (l *localHost) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *taskMerge) (agent.Result, error) {
-	e := l.e
+func (l *localHost) isolatedRun(ctx context.Context, taskID int, in agent.Task, a *attemptMerge) (agent.Result, error) {
 	m := l.iso.m
 	w := m.Plan(in.Atom.ID, taskID)
 	a.attempt = w
@@ -130,7 +117,7 @@ func (l *localHost) isolatedRun(ctx context.Context, taskID int, in agent.Task, 
 		return agent.Result{}, &agent.AttemptError{Reason: "could not create the attempt's worktree: " + err.Error()}
 	}
 	in.Workdir = w.Dir
-	res, err := e.opts.Agent.Run(ctx, in)
+	res, err := l.opts.Agent.Run(ctx, in)
 	if err != nil || ctx.Err() != nil || !res.OK(agent.Worker) || agent.CheckBounds(res) != nil {
 		cleanup(false)
 		return res, err
@@ -143,7 +130,7 @@ func (l *localHost) isolatedRun(ctx context.Context, taskID int, in agent.Task, 
 		// A worker that changed none of the files it claimed is judged
 		// before its merge, so that what it did change never reaches the
 		// integration branch (a liar's work never lands).
-		if err := noChangeBeforeMerge(a.expect, changed, claimsIn(w.Dir, res.Artifacts), l.denied.peek(taskID), res.Denials); err != nil {
+		if err := engine.NoChangeBeforeMerge(a.expect, changed, engine.ClaimsIn(w.Dir, res.Artifacts), l.denied.peek(taskID), res.Denials); err != nil {
 			return err
 		}
 		err := l.jr.Append(journal.MergeIntent(journal.Event{Atom: in.Atom.ID, Attempt: in.Attempt},
@@ -184,27 +171,24 @@ func firstLine(s string) string {
 // land puts the merged work where the person will find it: on the branch
 // the run started from when the loop completed (its base case passed);
 // otherwise it stays on the loop's branch.
-func (l *localHost) land(ctx context.Context, out *Outcome) string {
-	e := l.e
+func (l *localHost) land(ctx context.Context, out *engine.Outcome) string {
 	if l.iso == nil {
 		return ""
 	}
 	var ld workspace.Landing
 	var err error
-	if out.Reason == Completed {
+	if out.Reason == engine.Completed {
 		ld, err = l.iso.m.Land(context.WithoutCancel(ctx))
 	} else {
 		ld, err = l.iso.m.Leave(context.WithoutCancel(ctx), "the loop did not complete ("+string(out.Reason)+")")
 	}
 	if err != nil {
-		e.event(journal.Event{Type: journal.Landing, OK: journal.Bool(false), Reason: err.Error()})
+		l.c.Event(journal.Event{Type: journal.Landing, OK: journal.Bool(false), Reason: err.Error()})
 		return "the merged work could not be landed: " + err.Error()
 	}
-	e.event(journal.Event{Type: journal.Landing, OK: journal.Bool(true), Reason: ld.Message})
+	l.c.Event(journal.Event{Type: journal.Landing, OK: journal.Bool(true), Reason: ld.Message})
 	return ld.Message
 }
-
-// mergingReason marks the journaled intent of a merge.
 
 // adoptMerges resolves the atoms whose merge an ended run made but did not
 // record: the last the journal says of the atom is a merge's intent (or its
@@ -212,27 +196,27 @@ func (l *localHost) land(ctx context.Context, out *Outcome) string {
 // carrying that attempt's trailers. Their work is taken as it is, never
 // merged again. It returns how many it adopted.
 func (l *localHost) adoptMerges(ctx context.Context) int {
-	e := l.e
+	s := l.s
 	if l.iso == nil {
 		return 0
 	}
 	merged, err := l.iso.m.Merged(ctx)
 	if err != nil {
-		e.say("could not list the merges of the previous run: %v", err)
+		l.say("could not list the merges of the previous run: %v", err)
 		return 0
 	}
 	open := false
 	for _, mg := range merged {
-		if a := e.s.Atom(mg.Atom); a != nil && a.Status != state.StatusResolved {
+		if a := s.Atom(mg.Atom); a != nil && a.Status != state.StatusResolved {
 			open = true
 		}
 	}
 	if !open {
 		return 0
 	}
-	events, err := journal.Read(journal.PathFor(e.opts.StateFile))
+	events, err := journal.Read(journal.PathFor(l.opts.StateFile))
 	if err != nil {
-		e.say("could not read the journal for the previous run's merges: %v", err)
+		l.say("could not read the journal for the previous run's merges: %v", err)
 		return 0
 	}
 	last := map[string]journal.Event{}
@@ -251,7 +235,7 @@ func (l *localHost) adoptMerges(ctx context.Context) int {
 	}
 	n := 0
 	for _, mg := range merged {
-		a := e.s.Atom(mg.Atom)
+		a := s.Atom(mg.Atom)
 		ev, ok := last[mg.Atom]
 		if a == nil || a.Status == state.StatusResolved || !ok {
 			continue
@@ -266,16 +250,20 @@ func (l *localHost) adoptMerges(ctx context.Context) int {
 		}
 		summary := intent.Summary
 		a.Status = state.StatusResolved
-		_ = dag.Bind(e.s, a.ID, nonBlank(summary, "resolved by the worker"), mg.Changed)
-		e.event(journal.Event{Atom: a.ID, Role: string(agent.Worker), Attempt: ev.Attempt, OK: journal.Bool(true),
+		bound := summary
+		if strings.TrimSpace(bound) == "" {
+			bound = "resolved by the worker"
+		}
+		_ = dag.Bind(s, a.ID, bound, mg.Changed)
+		l.event(journal.Event{Atom: a.ID, Role: string(agent.Worker), Attempt: ev.Attempt, OK: journal.Bool(true),
 			Reason: "adopted: its merge was already on " + l.iso.m.Branch() + " when the previous run ended; not merged again",
 		}.With(journal.AtomFinishData{Summary: summary, Artifacts: mg.Changed, Commit: mg.Commit}))
-		e.say("%s: adopted its merge %.12s, made before the previous run ended", a.ID, mg.Commit)
+		l.say("%s: adopted its merge %.12s, made before the previous run ended", a.ID, mg.Commit)
 		last[mg.Atom] = journal.Event{} // one adoption per atom
 		n++
 	}
 	if n > 0 {
-		dag.ResolveParents(e.s)
+		dag.ResolveParents(s)
 	}
 	return n
 }

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"context"
@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/agent"
+	"github.com/aot-loop/aot/internal/engine"
+	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/prompt"
 	"github.com/aot-loop/aot/internal/state"
+	"github.com/aot-loop/aot/internal/verify"
 )
 
 // layered returns n atoms in layers of width w; each atom depends on 0-3
@@ -75,7 +78,7 @@ func BenchmarkEngineOverhead(b *testing.B) {
 				start := time.Now()
 				out, err := Run(context.Background(), Options{StateFile: path, Agent: instant{}})
 				total += time.Since(start)
-				if err != nil || out.Reason != Completed {
+				if err != nil || out.Reason != engine.Completed {
 					b.Fatalf("%+v %v", out, err)
 				}
 			}
@@ -141,7 +144,7 @@ func BenchmarkMakespan(b *testing.B) {
 		start := time.Now()
 		out, err := Run(context.Background(), Options{StateFile: path, Agent: sleepy{d}})
 		total += time.Since(start)
-		if err != nil || out.Reason != Completed {
+		if err != nil || out.Reason != engine.Completed {
 			b.Fatalf("%+v %v", out, err)
 		}
 	}
@@ -157,11 +160,9 @@ func BenchmarkMakespan(b *testing.B) {
 func BenchmarkPromptSize(b *testing.B) {
 	for _, n := range []int{10, 1_000, 10_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			e := promptEngine(n)
-			a := &e.s.Atoms[n/2]
+			t := middleTask(b, n)
 			var size, text int
 			for b.Loop() {
-				t := e.taskFor(a, agent.Worker, 1)
 				data, _ := json.Marshal(t)
 				p, err := prompt.Renderer{}.Render(t)
 				if err != nil {
@@ -175,20 +176,45 @@ func BenchmarkPromptSize(b *testing.B) {
 	}
 }
 
-// promptEngine is an engine mid-run: the first half of a layered DAG resolved
-// with bindings.
-func promptEngine(n int) *engine {
+// middleTask is the task of the middle atom of a layered DAG whose first
+// half is resolved with bindings, as a Core starts it.
+func middleTask(b testing.TB, n int) agent.Task {
 	obj := state.Objective{Goal: "Build the thing", BackgroundIntent: "because", Deliverables: "the thing", DefinitionOfDone: "tests pass"}
 	s := state.New(obj, layered(n, 5, 5), "p")
 	for i := 0; i < n/2; i++ {
 		s.Atoms[i].Status = state.StatusResolved
 		s.Bindings = append(s.Bindings, state.Binding{AtomID: s.Atoms[i].ID, Summary: "did " + s.Atoms[i].ID + " carefully", Artifacts: []string{"f" + s.Atoms[i].ID + ".go"}})
 	}
-	e := newEngine(Options{Workdir: "/w", StateFile: "/w/.claude/aot-loop-state.md"}, &localHost{now: time.Now})
-	e.s = s
-	e.rebuild()
-	return e
+	mid := s.Atoms[n/2].ID
+	h := &startOnly{}
+	c := engine.NewCore(s, engine.CoreOptions{Settings: engine.Settings{MaxParallel: n}, Workdir: "/w", StateFile: "/w/.claude/aot-loop-state.md"}, h)
+	c.Schedule(context.Background())
+	for _, a := range h.started {
+		if a.Atom == mid {
+			return a.Task
+		}
+	}
+	b.Fatalf("the Core did not start the middle atom %s (started %d attempts)", mid, len(h.started))
+	return agent.Task{}
 }
+
+// startOnly is a Host that keeps the attempts a Core starts and does
+// nothing else.
+type startOnly struct{ started []engine.Attempt }
+
+func (h *startOnly) Now() time.Time                                      { return time.Now() }
+func (h *startOnly) Event(journal.Event)                                 {}
+func (h *startOnly) Say(string)                                          {}
+func (h *startOnly) Start(_ context.Context, a engine.Attempt)           { h.started = append(h.started, a) }
+func (h *startOnly) Cancel(int)                                          {}
+func (h *startOnly) Drain(context.Context)                               {}
+func (h *startOnly) Checks(context.Context, bool) (verify.Report, error) { return verify.Report{}, nil }
+func (h *startOnly) RunAgent(context.Context, agent.Task) (agent.Result, error, time.Duration) {
+	return agent.Result{}, nil, 0
+}
+func (h *startOnly) Sync() error                       { return nil }
+func (h *startOnly) Flush() error                      { return nil }
+func (h *startOnly) ShowPause(*engine.PauseInfo) error { return nil }
 
 // BenchmarkExecAgent is the same loop with a real process per task (the
 // exec backend running a shell that answers at once): what process spawn
@@ -203,7 +229,7 @@ func BenchmarkExecAgent(b *testing.B) {
 		start := time.Now()
 		out, err := Run(context.Background(), Options{StateFile: path, Agent: &agent.Exec{Command: `echo '{"success": true, "summary": "ok"}'`}})
 		total += time.Since(start)
-		if err != nil || out.Reason != Completed {
+		if err != nil || out.Reason != engine.Completed {
 			b.Fatalf("%+v %v", out, err)
 		}
 	}
