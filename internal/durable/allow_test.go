@@ -1,7 +1,6 @@
 package durable
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -146,7 +145,7 @@ func TestARefusedAgentRunsNothing(t *testing.T) {
 	a.NewAgent = choosingAgents(backend.Config{Spec: backend.Spec{Agent: "exec", Command: "echo '{\"success\": false}'"}}, Allow{})
 	marker := filepath.Join(t.TempDir(), "ran")
 	in := attemptInput(repo, seed, "A", "touch "+marker+`; echo a > a.txt; echo '{"success": true, "summary": "a"}'`)
-	res, err := a.Attempt(context.Background(), in)
+	res, err := a.Attempt(t.Context(), in)
 	if err != nil {
 		t.Fatalf("a refusal is a result, not an error: %v", err)
 	}
@@ -160,7 +159,7 @@ func TestARefusedAgentRunsNothing(t *testing.T) {
 		t.Errorf("a refused attempt pushed %s", in.Branch)
 	}
 	// The same worker's own agent is no refusal.
-	if res, err := a.Attempt(context.Background(), attemptInput(repo, seed, "B", "")); err != nil || res.Refused {
+	if res, err := a.Attempt(t.Context(), attemptInput(repo, seed, "B", "")); err != nil || res.Refused {
 		t.Errorf("the worker's own agent: %+v, %v", res, err)
 	}
 
@@ -168,7 +167,7 @@ func TestARefusedAgentRunsNothing(t *testing.T) {
         check:
           type: assertion
           value: "README.md reads well"`, 1))
-	_, err = a.Verify(context.Background(), VerifyInput{Repo: repo, Commit: seed, State: judged, Judge: true,
+	_, err = a.Verify(t.Context(), VerifyInput{Repo: repo, Commit: seed, State: judged, Judge: true,
 		Agent: AgentChoice{Roles: map[string]string{"judge": "claude"}}})
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || !ae.NonRetryable() || !strings.Contains(err.Error(), "worker test-worker refused the claude agent") {

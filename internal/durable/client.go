@@ -3,8 +3,6 @@ package durable
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,35 +91,6 @@ func writeMarker(stateFile string, m Marker) error {
 
 // ForgetMarker removes the marker once the workflow has ended.
 func ForgetMarker(stateFile string) { _ = os.Remove(markerPath(stateFile)) }
-
-// WorkflowID names a loop's workflow after the loop's own id
-// (control.loop_id: new at a loop's first start, kept across its resumes)
-// and a digest of where it runs: this machine, this state file, this
-// namespace. Two clones, or two namespaces, whose state files carry the
-// same loop id (a state file committed with its id) never share a
-// workflow; a resumed loop finds its own again. Its branches on the remote
-// are named after it: aot/<id>/integration, aot/<id>/<atom>-<attempt>.
-func WorkflowID(loopID, namespace, stateFile string) string {
-	if namespace == "" {
-		namespace = client.DefaultNamespace
-	}
-	host, _ := os.Hostname()
-	abs, err := filepath.Abs(stateFile)
-	if err != nil {
-		abs = stateFile
-	}
-	sum := sha256.Sum256([]byte(host + "\x00" + abs + "\x00" + namespace))
-	return "aot-" + loopID + "-" + hex.EncodeToString(sum[:])[:8]
-}
-
-// ofLoop reports whether the workflow id names a workflow of loopID.
-func ofLoop(id, loopID string) bool {
-	return loopID != "" && strings.HasPrefix(id, "aot-"+loopID+"-")
-}
-
-// integrationBranch is the branch on the remote that a loop's workflow
-// merges into.
-func integrationBranch(workflowID string) string { return "aot/" + workflowID + "/integration" }
 
 // StartOptions are aot run's for the Temporal engine.
 type StartOptions struct {
