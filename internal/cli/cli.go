@@ -64,7 +64,7 @@ func run(ctx context.Context, d *deps, args []string) int {
 	}
 	withArgs := *d
 	withArgs.args = args
-	root := newCmdRoot(&withArgs)
+	root := newCmdRootFor(&withArgs, calledCommand(d, args))
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {

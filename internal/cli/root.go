@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/aot-loop/aot/internal/confine"
 	"github.com/aot-loop/aot/internal/engine"
 	"github.com/aot-loop/aot/internal/state"
 )
@@ -106,7 +107,13 @@ did not pass, the gate is not ready, the state is invalid or missing;
 2 usage error (unknown command, missing or bad argument or flag). aot run
 and aot demo add one code per stop reason (see aot help run).`
 
-func newCmdRoot(d *deps) *cobra.Command {
+func newCmdRoot(d *deps) *cobra.Command { return newCmdRootFor(d, "") }
+
+// newCmdRootFor builds the command tree with only the command named only
+// below the root (every command when only is ""): building them all is a
+// quarter of a millisecond of every start, and the state commands run on
+// every hook and tool call.
+func newCmdRootFor(d *deps, only string) *cobra.Command {
 	g := &globalOptions{}
 	var showVersion bool
 	root := &cobra.Command{
@@ -159,62 +166,104 @@ func newCmdRoot(d *deps) *cobra.Command {
 
 	root.AddGroup(
 		&cobra.Group{ID: "state", Title: "State operations:"},
+		&cobra.Group{ID: "loop", Title: "The loop:"},
 	)
-	for _, c := range []*cobra.Command{
-		newCmdState(d, g, nil),
-		newCmdValidate(d, g, nil),
-		newCmdGate(d, g, nil),
-		newCmdInit(d, g, nil),
-		newCmdAtom(d, g),
-		newCmdBind(d, g, nil),
-		newCmdOr(d, g),
-		newCmdControl(d, g),
-		newCmdVerify(d, g, nil),
-	} {
-		c.GroupID = "state"
-		root.AddCommand(c)
-	}
-	root.AddGroup(&cobra.Group{ID: "loop", Title: "The loop:"})
-	// aot run and aot stop (their own file, run.go) look at the state file
-	// first: a missing or invalid one is refused here, before the run lock
-	// or the aot-loop/ folder exist.
-	var runCmd *cobra.Command
-	runCmd = newCmdRun(d, g, func(opts *runOptions) error {
-		if err := checkRunnable(g); err != nil {
-			return err
+	for _, c := range commands(d, g) {
+		if only != "" && c.name != only {
+			continue
 		}
-		return runRun(runCmd.Context(), opts)
-	})
-	stopCmd := newCmdStop(d, g, nil)
-	stopCmd.PreRunE = runE(func(cmd *cobra.Command, args []string) error {
-		_, err := readState(g)
-		return err
-	})
-	for _, c := range []*cobra.Command{
-		newCmdAlign(d, g, nil),
-		newCmdDoctor(d, g, nil),
-		runCmd,
-		stopCmd,
-		newCmdPause(d, g, nil),
-		newCmdResume(d, g, nil),
-		newCmdRedirect(d, g, nil),
-		newCmdStatus(d, g, nil),
-		newCmdGraph(d, g, nil),
-		newCmdTop(d, g, nil),
-		newCmdLogs(d, g, nil),
-		newCmdDemo(d, g, nil),
-		newCmdPlugin(d, g),
-		newCmdServe(d, g, nil),
-		newCmdWorker(d, g, nil),
-		newCmdCodecServer(d, g, nil),
-		newCmdWorkflowCall(d, g),
-	} {
-		c.GroupID = "loop"
-		root.AddCommand(c)
+		cmd := c.make()
+		cmd.GroupID = c.group
+		root.AddCommand(cmd)
 	}
-	root.AddCommand(newCmdVersion(d, g), newCmdDemoAgent(d), newCmdAgentGuard())
-	root.AddCommand(newCmdHook(d, g, nil))
 	return root
+}
+
+// command is one of aot's commands, made only when it is the one called.
+type command struct {
+	name, group string
+	make        func() *cobra.Command
+}
+
+// commands are aot's commands in the order help lists them.
+func commands(d *deps, g *globalOptions) []command {
+	inState := func(name string, mk func() *cobra.Command) command { return command{name, "state", mk} }
+	inLoop := func(name string, mk func() *cobra.Command) command { return command{name, "loop", mk} }
+	apart := func(name string, mk func() *cobra.Command) command { return command{name, "", mk} }
+	return []command{
+		inState("state", func() *cobra.Command { return newCmdState(d, g, nil) }),
+		inState("validate", func() *cobra.Command { return newCmdValidate(d, g, nil) }),
+		inState("gate", func() *cobra.Command { return newCmdGate(d, g, nil) }),
+		inState("init", func() *cobra.Command { return newCmdInit(d, g, nil) }),
+		inState("atom", func() *cobra.Command { return newCmdAtom(d, g) }),
+		inState("bind", func() *cobra.Command { return newCmdBind(d, g, nil) }),
+		inState("or", func() *cobra.Command { return newCmdOr(d, g) }),
+		inState("control", func() *cobra.Command { return newCmdControl(d, g) }),
+		inState("verify", func() *cobra.Command { return newCmdVerify(d, g, nil) }),
+		inLoop("align", func() *cobra.Command { return newCmdAlign(d, g, nil) }),
+		inLoop("doctor", func() *cobra.Command { return newCmdDoctor(d, g, nil) }),
+		// aot run and aot stop look at the state file first: a missing or
+		// invalid one is refused here, before the run lock or the
+		// aot-loop/ folder exist.
+		inLoop("run", func() *cobra.Command {
+			var runCmd *cobra.Command
+			runCmd = newCmdRun(d, g, func(opts *runOptions) error {
+				if err := checkRunnable(g); err != nil {
+					return err
+				}
+				return runRun(runCmd.Context(), opts)
+			})
+			return runCmd
+		}),
+		inLoop("stop", func() *cobra.Command {
+			stopCmd := newCmdStop(d, g, nil)
+			stopCmd.PreRunE = runE(func(cmd *cobra.Command, args []string) error {
+				_, err := readState(g)
+				return err
+			})
+			return stopCmd
+		}),
+		inLoop("pause", func() *cobra.Command { return newCmdPause(d, g, nil) }),
+		inLoop("resume", func() *cobra.Command { return newCmdResume(d, g, nil) }),
+		inLoop("redirect", func() *cobra.Command { return newCmdRedirect(d, g, nil) }),
+		inLoop("status", func() *cobra.Command { return newCmdStatus(d, g, nil) }),
+		inLoop("graph", func() *cobra.Command { return newCmdGraph(d, g, nil) }),
+		inLoop("top", func() *cobra.Command { return newCmdTop(d, g, nil) }),
+		inLoop("logs", func() *cobra.Command { return newCmdLogs(d, g, nil) }),
+		inLoop("demo", func() *cobra.Command { return newCmdDemo(d, g, nil) }),
+		inLoop("plugin", func() *cobra.Command { return newCmdPlugin(d, g) }),
+		inLoop("serve", func() *cobra.Command { return newCmdServe(d, g, nil) }),
+		inLoop("worker", func() *cobra.Command { return newCmdWorker(d, g, nil) }),
+		inLoop("codec-server", func() *cobra.Command { return newCmdCodecServer(d, g, nil) }),
+		inLoop("workflow-call", func() *cobra.Command { return newCmdWorkflowCall(d, g) }),
+		apart("version", func() *cobra.Command { return newCmdVersion(d, g) }),
+		apart("demo-agent", func() *cobra.Command { return newCmdDemoAgent(d) }),
+		apart(confine.Command, func() *cobra.Command { return newCmdAgentGuard() }),
+		apart("hook", func() *cobra.Command { return newCmdHook(d, g, nil) }),
+	}
+}
+
+// calledCommand is the command args name below the root ("" when they name
+// none, or when what they name is not one of aot's commands: then the whole
+// tree is built, for help and cobra's suggestions).
+func calledCommand(d *deps, args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--state-file":
+			i++
+		case strings.HasPrefix(a, "--state-file=") || a == "--json" || a == "--json=true" || a == "--json=false":
+		case strings.HasPrefix(a, "-"):
+			return ""
+		default:
+			for _, c := range commands(d, &globalOptions{}) {
+				if c.name == a {
+					return a
+				}
+			}
+			return ""
+		}
+	}
+	return ""
 }
 
 // helpDoc is aot help's JSON document: the command and its help text.
