@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // document is the source a State was read from, kept so that a write can
@@ -128,7 +129,9 @@ func split(text string) (*document, string, error) {
 	return d, rest[bodyStart:], nil
 }
 
-var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\]\s*`)
+// yamlPos is the library's "[line:column]" prefix, compiled on first use:
+// every command links this package, few meet a YAML syntax error.
+var yamlPos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\[(\d+):(\d+)\]\s*`) })
 
 func yamlParseError(err error) error {
 	ye, ok := err.(*yamlError)
@@ -136,7 +139,7 @@ func yamlParseError(err error) error {
 		return &ParseError{Msg: err.Error()}
 	}
 	msg, line := ye.msg, ye.line
-	if m := yamlPos.FindStringSubmatch(msg); m != nil {
+	if m := yamlPos().FindStringSubmatch(msg); m != nil {
 		l, _ := strconv.Atoi(m[1])
 		line = l + ye.lineOffset
 		msg = msg[len(m[0]):]
