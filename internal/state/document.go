@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // document is the source a State was read from, kept so that a write can
@@ -373,13 +374,11 @@ func sectionSame(a, b *State, name string) bool {
 }
 
 func atomSame(a, b *Atom) bool {
-	return a.ID == b.ID && a.Description == b.Description && a.Status == b.Status && a.ORGroup == b.ORGroup &&
-		a.Attempts == b.Attempts && a.LastFailure == b.LastFailure && stringsSame(a.DependsOn, b.DependsOn) && stringsSame(a.Scope, b.Scope) &&
-		(a.ExpectChanges == nil) == (b.ExpectChanges == nil) && (a.ExpectChanges == nil || *a.ExpectChanges == *b.ExpectChanges)
+	return sameFields(atomFields, unsafe.Pointer(a), unsafe.Pointer(b))
 }
 
 func bindingSame(a, b *Binding) bool {
-	return a.AtomID == b.AtomID && a.Summary == b.Summary && stringsSame(a.Artifacts, b.Artifacts)
+	return a.AtomID == b.AtomID && sameFields(bindingFields, unsafe.Pointer(a), unsafe.Pointer(b))
 }
 
 func stringsSame(a, b []string) bool {
@@ -498,15 +497,10 @@ func (s *State) readIssues() (errs, warns []Issue) {
 func (s *State) clone() *State {
 	c := s.snapshot()
 	for i := range c.Atoms {
-		c.Atoms[i].DependsOn = copySlice(s.Atoms[i].DependsOn)
-		c.Atoms[i].Scope = copySlice(s.Atoms[i].Scope)
-		if e := s.Atoms[i].ExpectChanges; e != nil {
-			v := *e
-			c.Atoms[i].ExpectChanges = &v
-		}
+		deepenFields(atomFields, unsafe.Pointer(&c.Atoms[i]))
 	}
 	for i := range c.Bindings {
-		c.Bindings[i].Artifacts = copySlice(s.Bindings[i].Artifacts)
+		deepenFields(bindingFields, unsafe.Pointer(&c.Bindings[i]))
 	}
 	return c
 }
@@ -518,26 +512,28 @@ func (s *State) snapshot() *State {
 	c := *s
 	c.doc = nil
 	c.Objective.BaseCase = cloneBaseCase(s.Objective.BaseCase)
-	if s.Control.StopReason != nil {
-		r := *s.Control.StopReason
-		c.Control.StopReason = &r
-	}
+	deepenFields(controlFields, unsafe.Pointer(&c.Control))
 	// Copies keep nil apart from empty: the snapshot taken at read time must
 	// compare equal to an unchanged state, or a write would rewrite sections
 	// that did not change (a "failed: []" read by the YAML library).
 	c.Atoms = copySlice(s.Atoms)
 	c.Decompositions = copySlice(s.Decompositions)
 	for i := range c.Decompositions {
-		c.Decompositions[i].Children = copySlice(s.Decompositions[i].Children)
+		deepenFields(decompositionFields, unsafe.Pointer(&c.Decompositions[i]))
 	}
 	c.ORGroups = copySlice(s.ORGroups)
 	for i := range c.ORGroups {
-		c.ORGroups[i].Choices = copySlice(s.ORGroups[i].Choices)
-		c.ORGroups[i].Failed = copySlice(s.ORGroups[i].Failed)
+		deepenFields(orGroupFields, unsafe.Pointer(&c.ORGroups[i]))
 	}
 	c.Bindings = copySlice(s.Bindings)
 	c.Trail = copySlice(s.Trail)
+	for i := range c.Trail {
+		deepenFields(trailFields, unsafe.Pointer(&c.Trail[i]))
+	}
 	c.Corrections = copySlice(s.Corrections)
+	for i := range c.Corrections {
+		deepenFields(correctionFields, unsafe.Pointer(&c.Corrections[i]))
+	}
 	return &c
 }
 
