@@ -61,12 +61,9 @@ func Parse(data []byte) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, root, err := scanTree(d.fm, 2)
+	t, root, err := readTree(d.fm, 2, strings.Count(d.fm, "\n"))
 	if err != nil {
-		t, root, err = libraryTree(d.fm, 2)
-		if err != nil {
-			return nil, yamlParseError(err)
-		}
+		return nil, yamlParseError(err)
 	}
 	d.t, d.root = t, root
 	dec := &decoder{t: t}
@@ -76,6 +73,18 @@ func Parse(data []byte) (*State, error) {
 	d.snap = s.clone()
 	s.doc = d
 	return s, nil
+}
+
+// readTree is the general reader of a frontmatter of about lines lines that
+// starts at line firstLine of the file: the fast scanner, and the YAML
+// library for a layout outside the scanner's (anchors, tags, multi-line flow
+// collections, ...), which people may write by hand.
+func readTree(src string, firstLine, lines int) (*tree, int32, error) {
+	t, root, err := scanTreeSized(src, firstLine, lines)
+	if err == nil {
+		return t, root, nil
+	}
+	return libraryTree(src, firstLine)
 }
 
 // split cuts a state file into its fences, frontmatter (LF line endings)

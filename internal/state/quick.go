@@ -87,12 +87,9 @@ func parseQuick(data []byte) (s *State, q *quickDoc, errs, warns []Issue, err er
 	if atoms == nil && bindings == nil {
 		return quickFallback(data)
 	}
-	t, root, err := scanTreeSized(mini.String(), 2, written)
+	t, root, err := readTree(mini.String(), 2, written)
 	if err != nil {
-		t, root, err = libraryTree(mini.String(), 2)
-		if err != nil {
-			return quickFallback(data)
-		}
+		return quickFallback(data) // for Parse's error, in the file's own lines
 	}
 	d.t, d.root = t, root
 	dec := &decoder{t: t}
