@@ -253,11 +253,15 @@ func (e *encoder) fields(own uint8, fields []field, p unsafe.Pointer) int32 {
 // are reported as their table entry says.
 func (d *decoder) fields(fields []field, base string, n int32, p unsafe.Pointer) {
 	var seen uint64
+	next := 0 // the key expected next, in the order aot writes them
 	d.each(n, func(key string, k, v int32) {
-		i := fieldIndex(fields, key)
-		if i < 0 {
-			return
+		i := next
+		if i >= len(fields) || fields[i].key != key {
+			if i = fieldIndex(fields, key); i < 0 {
+				return
+			}
 		}
+		next = i + 1
 		seen |= 1 << i
 		f := &fields[i]
 		nd := &d.t.nodes[v]
