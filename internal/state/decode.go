@@ -264,25 +264,7 @@ func (d *decoder) constraints(c *Constraints, n int32) {
 	if d.isNull(n) || !d.isMap("objective.constraints", n) {
 		return
 	}
-	d.each(n, func(key string, k, v int32) {
-		f := "objective.constraints." + key
-		switch key {
-		case "max_iterations":
-			c.MaxIterations = d.integer(f, v)
-		case "max_parallel_agents":
-			c.MaxParallelAgents = d.integer(f, v)
-		case "max_stall_count":
-			c.MaxStallCount = d.integer(f, v)
-		case "max_wall_time":
-			c.MaxWallTime = d.str(f, v)
-		case "max_cost_usd":
-			c.MaxCostUSD = d.number(f, v)
-		case "max_tokens":
-			c.MaxTokens = int64(d.integer(f, v))
-		case "max_attempts_per_atom":
-			c.MaxAttemptsPerAtom = d.integer(f, v)
-		}
-	})
+	d.fields(constraintsFields, "objective.constraints", n, unsafe.Pointer(c))
 }
 
 func (d *decoder) baseCase(n int32) *BaseCase {

@@ -28,7 +28,7 @@ const (
 
 var ownedKeys = map[uint8][]string{
 	ownObjective:     {"goal", "base_case", "background_intent", "deliverables", "definition_of_done", "constraints"},
-	ownConstraints:   {"max_iterations", "max_parallel_agents", "max_stall_count", "max_wall_time", "max_cost_usd", "max_tokens", "max_attempts_per_atom"},
+	ownConstraints:   keysOf(constraintsFields),
 	ownBaseCase:      {"type", "value", "checklist", "criteria", "rubric", "pass_threshold", "scope", "timeout"},
 	ownItem:          {"item", "check", "group", "any_of"},
 	ownCheck:         {"type", "value", "criteria", "rubric", "pass_threshold", "scope", "timeout"},
@@ -117,23 +117,7 @@ func (e *encoder) objective(o *Objective) int32 {
 	e.t.set(m, "background_intent", e.text(o.BackgroundIntent))
 	e.t.set(m, "deliverables", e.text(o.Deliverables))
 	e.t.set(m, "definition_of_done", e.text(o.DefinitionOfDone))
-	c := &o.Constraints
-	cm := e.mapOf(ownConstraints)
-	e.t.set(cm, "max_iterations", e.integer(int64(c.MaxIterations)))
-	e.t.set(cm, "max_parallel_agents", e.integer(int64(c.MaxParallelAgents)))
-	e.t.set(cm, "max_stall_count", e.integer(int64(c.MaxStallCount)))
-	if c.MaxWallTime != "" {
-		e.t.set(cm, "max_wall_time", e.text(c.MaxWallTime))
-	}
-	if c.MaxCostUSD != 0 {
-		e.t.set(cm, "max_cost_usd", e.float(c.MaxCostUSD))
-	}
-	if c.MaxTokens != 0 {
-		e.t.set(cm, "max_tokens", e.integer(c.MaxTokens))
-	}
-	if c.MaxAttemptsPerAtom != 0 {
-		e.t.set(cm, "max_attempts_per_atom", e.integer(int64(c.MaxAttemptsPerAtom)))
-	}
+	cm := e.fields(ownConstraints, constraintsFields, unsafe.Pointer(&o.Constraints))
 	e.t.set(m, "constraints", cm)
 	return m
 }

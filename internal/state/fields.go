@@ -10,7 +10,8 @@ import "unsafe"
 // entry here (TestFieldTables fails for a struct field no table names).
 //
 // The objective and its base case keep their own code (decode.go,
-// encode.go): nested checklists, rubrics and defaults are not flat records.
+// encode.go): nested checklists and rubrics are not flat records; the
+// objective's constraints are a table.
 
 // fieldKind is how a field's value is written and read.
 type fieldKind uint8
@@ -24,6 +25,8 @@ const (
 	fkTexts                    // []string of free texts, a flow list
 	fkOptBool                  // *bool: nil when absent
 	fkOptText                  // *string: written as null when nil
+	fkFloat                    // float64
+	fkInt64                    // int64
 )
 
 // need is what reading a record without the field reports.
@@ -44,6 +47,18 @@ type field struct {
 	omitZero bool   // left out of the file while zero (nil, "", 0, false or an empty list)
 	notNil   bool   // a list read as [] when absent or null, never nil
 	off      uintptr
+}
+
+// constraintsFields are the objective's constraints; the first three are the
+// schema's and always written, the rest are AoT Loop extensions.
+var constraintsFields = []field{
+	{name: "MaxIterations", key: "max_iterations", kind: fkInt, off: unsafe.Offsetof(Constraints{}.MaxIterations)},
+	{name: "MaxParallelAgents", key: "max_parallel_agents", kind: fkInt, off: unsafe.Offsetof(Constraints{}.MaxParallelAgents)},
+	{name: "MaxStallCount", key: "max_stall_count", kind: fkInt, off: unsafe.Offsetof(Constraints{}.MaxStallCount)},
+	{name: "MaxWallTime", key: "max_wall_time", kind: fkText, omitZero: true, off: unsafe.Offsetof(Constraints{}.MaxWallTime)},
+	{name: "MaxCostUSD", key: "max_cost_usd", kind: fkFloat, omitZero: true, off: unsafe.Offsetof(Constraints{}.MaxCostUSD)},
+	{name: "MaxTokens", key: "max_tokens", kind: fkInt64, omitZero: true, off: unsafe.Offsetof(Constraints{}.MaxTokens)},
+	{name: "MaxAttemptsPerAtom", key: "max_attempts_per_atom", kind: fkInt, omitZero: true, off: unsafe.Offsetof(Constraints{}.MaxAttemptsPerAtom)},
 }
 
 var atomFields = []field{
@@ -111,6 +126,8 @@ func (f *field) optFlag(p unsafe.Pointer) **bool { return (**bool)(unsafe.Add(p,
 func (f *field) optStr(p unsafe.Pointer) **string {
 	return (**string)(unsafe.Add(p, f.off))
 }
+func (f *field) float(p unsafe.Pointer) *float64 { return (*float64)(unsafe.Add(p, f.off)) }
+func (f *field) num64(p unsafe.Pointer) *int64   { return (*int64)(unsafe.Add(p, f.off)) }
 
 // keysOf lists a table's keys in the order aot writes them.
 func keysOf(fields []field) []string {
@@ -146,6 +163,10 @@ func (f *field) isZero(p unsafe.Pointer) bool {
 		return *f.optFlag(p) == nil
 	case fkOptText:
 		return *f.optStr(p) == nil
+	case fkFloat:
+		return *f.float(p) == 0
+	case fkInt64:
+		return *f.num64(p) == 0
 	}
 	return false
 }
@@ -180,6 +201,14 @@ func sameFields(fields []field, a, b unsafe.Pointer) bool {
 		case fkOptText:
 			x, y := *f.optStr(a), *f.optStr(b)
 			if (x == nil) != (y == nil) || x != nil && *x != *y {
+				return false
+			}
+		case fkFloat:
+			if *f.float(a) != *f.float(b) {
+				return false
+			}
+		case fkInt64:
+			if *f.num64(a) != *f.num64(b) {
 				return false
 			}
 		}
@@ -241,6 +270,10 @@ func (e *encoder) fields(own uint8, fields []field, p unsafe.Pointer) int32 {
 			} else {
 				v = e.null()
 			}
+		case fkFloat:
+			v = e.float(*f.float(p))
+		case fkInt64:
+			v = e.integer(*f.num64(p))
 		}
 		e.t.set(m, f.key, v)
 	}
@@ -290,6 +323,10 @@ func (d *decoder) fields(fields []field, base string, n int32, p unsafe.Pointer)
 				s := d.str(base+"."+key, v)
 				*f.optStr(p) = &s
 			}
+		case fkFloat:
+			*f.float(p) = d.number(base+"."+key, v)
+		case fkInt64:
+			*f.num64(p) = int64(d.integer(base+"."+key, v))
 		}
 	})
 	for i := range fields {

@@ -19,6 +19,7 @@ type record struct {
 }
 
 var records = []record{
+	{"constraints", constraintsFields, ownConstraints, reflect.TypeFor[Constraints](), nil, func(s *State) any { return &s.Objective.Constraints }},
 	{"atom", atomFields, ownAtom, reflect.TypeFor[Atom](), []string{"Line"}, func(s *State) any { return &s.Atoms[0] }},
 	{"binding", bindingFields, ownBinding, reflect.TypeFor[Binding](), []string{"AtomID", "Line"}, func(s *State) any { return &s.Bindings[0] }},
 	{"control", controlFields, ownControl, reflect.TypeFor[Control](), nil, func(s *State) any { return &s.Control }},
@@ -38,6 +39,8 @@ var goTypeOf = map[fieldKind]reflect.Type{
 	fkTexts:   reflect.TypeFor[[]string](),
 	fkOptBool: reflect.TypeFor[*bool](),
 	fkOptText: reflect.TypeFor[*string](),
+	fkFloat:   reflect.TypeFor[float64](),
+	fkInt64:   reflect.TypeFor[int64](),
 }
 
 // tableProblems lists what is wrong with a field table for typ: a struct
@@ -130,6 +133,10 @@ func fieldValues(k fieldKind) []reflect.Value {
 		return []reflect.Value{reflect.ValueOf(&f), reflect.ValueOf(&t)}
 	case fkOptText:
 		return []reflect.Value{reflect.ValueOf(&why)}
+	case fkFloat:
+		return []reflect.Value{reflect.ValueOf(2.5), reflect.ValueOf(12.0)}
+	case fkInt64:
+		return []reflect.Value{reflect.ValueOf(int64(123456789012)), reflect.ValueOf(int64(-1))}
 	}
 	return nil
 }
