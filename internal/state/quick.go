@@ -12,7 +12,8 @@ import (
 // control section. In the layout aot writes, the atoms and bindings sections
 // are nearly all of a large file, and every line of them has one of a few
 // shapes; the quick reader decodes those two sections line by line straight
-// into atoms and bindings, without the node tree a write of them would need,
+// into atoms and bindings, through the same field tables as the tree decoder
+// (fields.go), without the node tree a write of them would need,
 // and reads the rest of the frontmatter as Parse does, with those sections
 // replaced by empty ones of the same number of lines (so that every line
 // number stays the same). A section in any other layout is left to the
