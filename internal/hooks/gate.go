@@ -60,7 +60,7 @@ func gate(o *Options, in Input) (*loop, error) {
 	if err != nil || !owner.owns(o.Client, in.SessionID) {
 		return nil, err
 	}
-	status, known, err := peekStatus(path)
+	status, known, err := state.PeekStatus(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -530,28 +530,6 @@ func TestEngineRunningAndAgentsOfAot(t *testing.T) {
 	}
 }
 
-func TestPeekStatus(t *testing.T) {
-	tests := []struct {
-		text   string
-		status string
-		ok     bool
-	}{
-		{stateText, "running", true},
-		{strings.Replace(stateText, "status: running", `status: "stopped"  # by hand`, 1), "stopped", true},
-		{strings.ReplaceAll(stateText, "\n", "\r\n"), "running", true},
-		{"---\ncontrol: {status: running}\n---\n", "", false},
-		{"hello world\n", "", false},
-		{"---\nobjective: {}\n---\ncontrol:\n  status: running\n", "", false},
-	}
-	for i, tc := range tests {
-		_, path := project(t, tc.text)
-		got, ok, err := peekStatus(path)
-		if err != nil || got != tc.status || ok != tc.ok {
-			t.Errorf("%d: peekStatus = %q, %v, %v; want %q, %v", i, got, ok, err, tc.status, tc.ok)
-		}
-	}
-}
-
 func TestRecordOwner(t *testing.T) {
 	_, path := project(t, stateText)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)

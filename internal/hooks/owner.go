@@ -1,15 +1,12 @@
 package hooks
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/aot-loop/aot/internal/journal"
@@ -127,79 +124,6 @@ func ReleaseOwner(stateFile string) error {
 		return nil
 	}
 	return fmt.Errorf("release the loop's owner: %w", err)
-}
-
-// peekStatus reads control.status without parsing the file: the frontmatter
-// is scanned line by line up to the control section (near the top of every
-// file aot writes). ok is false when the value cannot be told this way (an
-// unusual layout); the caller then reads the file through the store. It is
-// only ever used to give no decision early, never to approve or block.
-func peekStatus(path string) (status string, ok bool, err error) {
-	f, err := state.OpenRegular(path) // a FIFO must not hang a hook
-	if err != nil {
-		return "", false, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	line := 0
-	inControl := false
-	childIndent := -1
-	for sc.Scan() {
-		b := bytes.TrimRight(sc.Bytes(), "\r")
-		line++
-		if line == 1 {
-			b = bytes.TrimPrefix(b, []byte("\uFEFF"))
-			if string(bytes.TrimRight(b, " \t")) != "---" {
-				return "", false, nil
-			}
-			continue
-		}
-		if string(bytes.TrimRight(b, " \t")) == "---" {
-			return "", false, nil // end of the frontmatter
-		}
-		trimmed := bytes.TrimLeft(b, " ")
-		if len(trimmed) == 0 || trimmed[0] == '#' {
-			continue
-		}
-		indent := len(b) - len(trimmed)
-		if indent == 0 {
-			if inControl {
-				return "", false, nil
-			}
-			inControl = string(bytes.TrimRight(b, " \t")) == "control:"
-			continue
-		}
-		if !inControl {
-			continue
-		}
-		if childIndent < 0 {
-			childIndent = indent
-		}
-		if indent != childIndent || !bytes.HasPrefix(trimmed, []byte("status:")) {
-			continue
-		}
-		return plainValue(string(trimmed[len("status:"):]))
-	}
-	return "", false, sc.Err()
-}
-
-// plainValue reads a one-word scalar, quoted or not, with an optional
-// comment; ok is false for anything else.
-func plainValue(v string) (string, bool, error) {
-	v = strings.TrimSpace(v)
-	if i := strings.Index(v, " #"); i >= 0 {
-		v = strings.TrimSpace(v[:i])
-	}
-	if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-		v = v[1 : len(v)-1]
-	}
-	for _, r := range v {
-		if !(r >= 'a' && r <= 'z' || r == '_') {
-			return "", false, nil
-		}
-	}
-	return v, v != "", nil
 }
 
 // CallerOwner is the loop's owner when the calling process runs inside it

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/backend"
@@ -86,9 +87,10 @@ func claudeLogin(env Env) Check {
 	return fail("", fmt.Sprintf("no API key (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN) and no login (%s)", filepath.Join(dir, ".credentials.json")), fix)
 }
 
+// Compiled on first use, not when aot starts (every command would pay).
 var (
-	tomlProvider = regexp.MustCompile(`(?m)^\s*model_provider\s*=\s*"([^"]*)"`)
-	tomlEnvKey   = regexp.MustCompile(`(?m)^\s*env_key\s*=\s*"([^"]*)"`)
+	tomlProvider = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*model_provider\s*=\s*"([^"]*)"`) })
+	tomlEnvKey   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*env_key\s*=\s*"([^"]*)"`) })
 )
 
 func codexLogin(env Env) Check {
@@ -99,9 +101,9 @@ func codexLogin(env Env) Check {
 	config := filepath.Join(dir, "config.toml")
 	if data, err := os.ReadFile(config); err == nil {
 		// A provider of one's own names the variable holding its key.
-		if m := tomlProvider.FindSubmatch(data); m != nil && string(m[1]) != "openai" {
+		if m := tomlProvider().FindSubmatch(data); m != nil && string(m[1]) != "openai" {
 			var keys []string
-			for _, k := range tomlEnvKey.FindAllSubmatch(data, -1) {
+			for _, k := range tomlEnvKey().FindAllSubmatch(data, -1) {
 				keys = append(keys, string(k[1]))
 			}
 			if k := anyKey(env, keys...); k != "" {

@@ -107,7 +107,7 @@ func ask(ctx context.Context, name, path, model string) error {
 		return fmt.Errorf("no answer within %s", onlineTimeout)
 	}
 	msg := answerError(name, stdout.Bytes())
-	if m := errorInLog.FindSubmatch(stderr.Bytes()); msg == "" && m != nil {
+	if m := errorInLog().FindSubmatch(stderr.Bytes()); msg == "" && m != nil {
 		msg = string(m[1]) // Gemini CLI prints the API's error on stderr
 	}
 	switch {
@@ -122,8 +122,11 @@ func ask(ctx context.Context, name, path, model string) error {
 	return nil
 }
 
-// errorInLog is an API error object's message in a CLI's stderr.
-var errorInLog = regexp.MustCompile(`"error":\s*\{[^{}]*?"message":\s*"((?:[^"\\]|\\.)*)"`)
+// errorInLog is an API error object's message in a CLI's stderr, compiled
+// on first use.
+var errorInLog = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`"error":\s*\{[^{}]*?"message":\s*"((?:[^"\\]|\\.)*)"`)
+})
 
 // answerError is the error a CLI's JSON output reports, "" when none.
 func answerError(name string, out []byte) string {

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"strconv"
+	"unsafe"
 )
 
 // Issue is one problem found in a state file, named by field and line.
@@ -146,18 +147,18 @@ func (d *decoder) strKey(base, key string, n int32) string {
 	return d.str(base+key, n)
 }
 
-// strListKey is strList of field base+key, building the path only for an error.
-func (d *decoder) strListKey(base, key string, n int32) []string {
-	if d.t.nodes[n].kind == kSeq {
-		ok := true
-		for c := d.t.nodes[n].first; c != 0 && ok; c = d.t.nodes[c].next {
-			ok = d.t.nodes[c].kind == kScalar && !d.isNull(c)
-		}
-		if ok {
-			return d.strList("", n)
+// cleanList reports whether n is a list of non-null scalars, which strList
+// reads without a field path.
+func (d *decoder) cleanList(n int32) bool {
+	if d.t.nodes[n].kind != kSeq {
+		return false
+	}
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		if d.t.nodes[c].kind != kScalar || d.isNull(c) {
+			return false
 		}
 	}
-	return d.strList(base+key, n)
+	return true
 }
 
 // each calls fn for every key and value of map n.
@@ -263,25 +264,7 @@ func (d *decoder) constraints(c *Constraints, n int32) {
 	if d.isNull(n) || !d.isMap("objective.constraints", n) {
 		return
 	}
-	d.each(n, func(key string, k, v int32) {
-		f := "objective.constraints." + key
-		switch key {
-		case "max_iterations":
-			c.MaxIterations = d.integer(f, v)
-		case "max_parallel_agents":
-			c.MaxParallelAgents = d.integer(f, v)
-		case "max_stall_count":
-			c.MaxStallCount = d.integer(f, v)
-		case "max_wall_time":
-			c.MaxWallTime = d.str(f, v)
-		case "max_cost_usd":
-			c.MaxCostUSD = d.number(f, v)
-		case "max_tokens":
-			c.MaxTokens = int64(d.integer(f, v))
-		case "max_attempts_per_atom":
-			c.MaxAttemptsPerAtom = d.integer(f, v)
-		}
-	})
+	d.fields(constraintsFields, "objective.constraints", n, unsafe.Pointer(c))
 }
 
 func (d *decoder) baseCase(n int32) *BaseCase {
@@ -412,130 +395,50 @@ func (d *decoder) control(c *Control, n int32) {
 	if !d.isMap("control", n) {
 		return
 	}
-	seen := map[string]bool{}
-	d.each(n, func(key string, k, v int32) {
-		seen[key] = true
-		f := "control." + key
-		switch key {
-		case "status":
-			c.Status = d.str(f, v)
-		case "iteration":
-			c.Iteration = d.integer(f, v)
-		case "stall_count":
-			c.StallCount = d.integer(f, v)
-		case "prev_pending_count":
-			c.PrevPendingCount = d.integer(f, v)
-		case "stop_requested":
-			c.StopRequested = d.boolean(f, v)
-		case "stop_reason":
-			if !d.isNull(v) {
-				r := d.str(f, v)
-				c.StopReason = &r
-			}
-		case "redirect_requested":
-			c.RedirectRequested = d.boolean(f, v)
-		case "loop_id":
-			if !d.isNull(v) {
-				c.LoopID = d.str(f, v)
-			}
-		}
-	})
-	for _, f := range []string{"status", "iteration", "stall_count", "prev_pending_count", "stop_requested", "redirect_requested"} {
-		if !seen[f] {
-			d.errorf("control."+f, n, "required field is missing")
-		}
+	d.fields(controlFields, "control", n, unsafe.Pointer(c))
+}
+
+// list calls fn for each item of the list section n, with the item's field
+// path; a section that is not a list is an error.
+func (d *decoder) list(section string, n int32, fn func(f string, c int32)) {
+	if d.isNull(n) {
+		return
+	}
+	if d.t.nodes[n].kind != kSeq {
+		d.errorf(section, n, "must be a list, not %s", d.describe(n))
+		return
+	}
+	i := 0
+	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+		fn(section+"["+strconv.Itoa(i)+"]", c)
+		i++
 	}
 }
 
 func (d *decoder) atoms(s *State, n int32) {
-	if d.isNull(n) {
-		return
+	if !d.isNull(n) && d.t.nodes[n].kind == kSeq {
+		count := 0
+		for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
+			count++
+		}
+		s.Atoms = make([]Atom, 0, count)
 	}
-	if d.t.nodes[n].kind != kSeq {
-		d.errorf("atoms", n, "must be a list, not %s", d.describe(n))
-		return
-	}
-	count := 0
-	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
-		count++
-	}
-	s.Atoms = make([]Atom, 0, count)
-	i := 0
-	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
-		f := "atoms[" + strconv.Itoa(i) + "]"
-		i++
-		a := Atom{Line: int(d.t.nodes[c].line), DependsOn: []string{}}
-		if !d.isMap(f, c) {
-			s.Atoms = append(s.Atoms, a)
-			continue
+	d.list("atoms", n, func(f string, c int32) {
+		s.Atoms = append(s.Atoms, Atom{Line: int(d.t.nodes[c].line), DependsOn: []string{}})
+		if d.isMap(f, c) {
+			d.fields(atomFields, f, c, unsafe.Pointer(&s.Atoms[len(s.Atoms)-1]))
 		}
-		var hasID, hasStatus, hasDeps bool
-		d.each(c, func(key string, k, v int32) {
-			switch key {
-			case "id":
-				a.ID, hasID = d.strKey(f, ".id", v), true
-			case "description":
-				a.Description = d.strKey(f, ".description", v)
-			case "status":
-				a.Status, hasStatus = d.strKey(f, ".status", v), true
-			case "depends_on":
-				a.DependsOn, hasDeps = d.strListKey(f, ".depends_on", v), true
-			case "or_group":
-				a.ORGroup = d.strKey(f, ".or_group", v)
-			case "attempts":
-				a.Attempts = d.integer(f+".attempts", v)
-			case "last_failure":
-				a.LastFailure = d.strKey(f, ".last_failure", v)
-			case "scope":
-				a.Scope = d.strListKey(f, ".scope", v)
-			case "expect_changes":
-				b := d.boolean(f+".expect_changes", v)
-				a.ExpectChanges = &b
-			}
-		})
-		if !hasID {
-			d.errorf(f+".id", c, "required field is missing")
-		}
-		if !hasStatus {
-			d.errorf(f+".status", c, "required field is missing")
-		}
-		if !hasDeps {
-			d.warnf(f+".depends_on", c, "missing (read as [])")
-		}
-		if a.DependsOn == nil {
-			a.DependsOn = []string{}
-		}
-		s.Atoms = append(s.Atoms, a)
-	}
+	})
 }
 
 func (d *decoder) decompositions(s *State, n int32) {
-	if d.isNull(n) {
-		return
-	}
-	if d.t.nodes[n].kind != kSeq {
-		d.errorf("decompositions", n, "must be a list, not %s", d.describe(n))
-		return
-	}
-	i := 0
-	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
-		f := "decompositions[" + strconv.Itoa(i) + "]"
-		i++
+	d.list("decompositions", n, func(f string, c int32) {
 		dc := Decomposition{Line: int(d.t.nodes[c].line)}
 		if d.isMap(f, c) {
-			d.each(c, func(key string, k, v int32) {
-				switch key {
-				case "parent":
-					dc.Parent = d.strKey(f, ".parent", v)
-				case "children":
-					dc.Children = d.strListKey(f, ".children", v)
-				case "reason":
-					dc.Reason = d.strKey(f, ".reason", v)
-				}
-			})
+			d.fields(decompositionFields, f, c, unsafe.Pointer(&dc))
 		}
 		s.Decompositions = append(s.Decompositions, dc)
-	}
+	})
 }
 
 func (d *decoder) orGroups(s *State, n int32) {
@@ -546,18 +449,7 @@ func (d *decoder) orGroups(s *State, n int32) {
 		f := "or_groups." + name
 		g := ORGroup{Name: name, Line: int(d.t.nodes[k].line)}
 		if d.isMap(f, v) {
-			d.each(v, func(key string, kk, vv int32) {
-				switch key {
-				case "choices":
-					g.Choices = d.strListKey(f, ".choices", vv)
-				case "selected":
-					g.Selected = d.strKey(f, ".selected", vv)
-				case "failed":
-					g.Failed = d.strListKey(f, ".failed", vv)
-				case "speculative":
-					g.Speculative = d.boolean(f+".speculative", vv)
-				}
-			})
+			d.fields(orGroupFields, f, v, unsafe.Pointer(&g))
 		}
 		s.ORGroups = append(s.ORGroups, g)
 	})
@@ -569,82 +461,30 @@ func (d *decoder) bindings(s *State, n int32) {
 	}
 	d.each(n, func(id string, k, v int32) {
 		f := "bindings." + id
-		b := Binding{AtomID: id, Line: int(d.t.nodes[k].line)}
+		b := Binding{AtomID: id, Line: int(d.t.nodes[k].line), Artifacts: []string{}}
 		if !d.isNull(v) && d.isMap(f, v) {
-			d.each(v, func(key string, kk, vv int32) {
-				switch key {
-				case "summary":
-					b.Summary = d.strKey(f, ".summary", vv)
-				case "artifacts":
-					b.Artifacts = d.strListKey(f, ".artifacts", vv)
-				}
-			})
-		}
-		if b.Artifacts == nil {
-			b.Artifacts = []string{}
+			d.fields(bindingFields, f, v, unsafe.Pointer(&b))
 		}
 		s.Bindings = append(s.Bindings, b)
 	})
 }
 
 func (d *decoder) trail(s *State, n int32) {
-	if d.isNull(n) {
-		return
-	}
-	if d.t.nodes[n].kind != kSeq {
-		d.errorf("trail", n, "must be a list, not %s", d.describe(n))
-		return
-	}
-	i := 0
-	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
-		f := "trail[" + strconv.Itoa(i) + "]"
-		i++
+	d.list("trail", n, func(f string, c int32) {
 		var e TrailEntry
 		if d.isMap(f, c) {
-			d.each(c, func(key string, k, v int32) {
-				switch key {
-				case "or_group":
-					e.ORGroup = d.strKey(f, ".or_group", v)
-				case "selected":
-					e.Selected = d.strKey(f, ".selected", v)
-				case "reason":
-					e.Reason = d.strKey(f, ".reason", v)
-				case "timestamp":
-					e.Timestamp = d.strKey(f, ".timestamp", v)
-				}
-			})
+			d.fields(trailFields, f, c, unsafe.Pointer(&e))
 		}
 		s.Trail = append(s.Trail, e)
-	}
+	})
 }
 
 func (d *decoder) corrections(s *State, n int32) {
-	if d.isNull(n) {
-		return
-	}
-	if d.t.nodes[n].kind != kSeq {
-		d.errorf("corrections", n, "must be a list, not %s", d.describe(n))
-		return
-	}
-	i := 0
-	for c := d.t.nodes[n].first; c != 0; c = d.t.nodes[c].next {
-		f := "corrections[" + strconv.Itoa(i) + "]"
-		i++
+	d.list("corrections", n, func(f string, c int32) {
 		var e Correction
 		if d.isMap(f, c) {
-			d.each(c, func(key string, k, v int32) {
-				switch key {
-				case "timestamp":
-					e.Timestamp = d.strKey(f, ".timestamp", v)
-				case "type":
-					e.Type = d.strKey(f, ".type", v)
-				case "description":
-					e.Description = d.strKey(f, ".description", v)
-				case "trail_cleared":
-					e.TrailCleared = d.boolean(f+".trail_cleared", v)
-				}
-			})
+			d.fields(correctionFields, f, c, unsafe.Pointer(&e))
 		}
 		s.Corrections = append(s.Corrections, e)
-	}
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"unsafe"
 )
 
 // document is the source a State was read from, kept so that a write can
@@ -59,12 +61,9 @@ func Parse(data []byte) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, root, err := scanTree(d.fm, 2)
+	t, root, err := readTree(d.fm, 2, strings.Count(d.fm, "\n"))
 	if err != nil {
-		t, root, err = libraryTree(d.fm, 2)
-		if err != nil {
-			return nil, yamlParseError(err)
-		}
+		return nil, yamlParseError(err)
 	}
 	d.t, d.root = t, root
 	dec := &decoder{t: t}
@@ -74,6 +73,18 @@ func Parse(data []byte) (*State, error) {
 	d.snap = s.clone()
 	s.doc = d
 	return s, nil
+}
+
+// readTree is the general reader of a frontmatter of about lines lines that
+// starts at line firstLine of the file: the fast scanner, and the YAML
+// library for a layout outside the scanner's (anchors, tags, multi-line flow
+// collections, ...), which people may write by hand.
+func readTree(src string, firstLine, lines int) (*tree, int32, error) {
+	t, root, err := scanTreeSized(src, firstLine, lines)
+	if err == nil {
+		return t, root, nil
+	}
+	return libraryTree(src, firstLine)
 }
 
 // split cuts a state file into its fences, frontmatter (LF line endings)
@@ -128,7 +139,9 @@ func split(text string) (*document, string, error) {
 	return d, rest[bodyStart:], nil
 }
 
-var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\]\s*`)
+// yamlPos is the library's "[line:column]" prefix, compiled on first use:
+// every command links this package, few meet a YAML syntax error.
+var yamlPos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\[(\d+):(\d+)\]\s*`) })
 
 func yamlParseError(err error) error {
 	ye, ok := err.(*yamlError)
@@ -136,7 +149,7 @@ func yamlParseError(err error) error {
 		return &ParseError{Msg: err.Error()}
 	}
 	msg, line := ye.msg, ye.line
-	if m := yamlPos.FindStringSubmatch(msg); m != nil {
+	if m := yamlPos().FindStringSubmatch(msg); m != nil {
 		l, _ := strconv.Atoi(m[1])
 		line = l + ye.lineOffset
 		msg = msg[len(m[0]):]
@@ -370,13 +383,11 @@ func sectionSame(a, b *State, name string) bool {
 }
 
 func atomSame(a, b *Atom) bool {
-	return a.ID == b.ID && a.Description == b.Description && a.Status == b.Status && a.ORGroup == b.ORGroup &&
-		a.Attempts == b.Attempts && a.LastFailure == b.LastFailure && stringsSame(a.DependsOn, b.DependsOn) && stringsSame(a.Scope, b.Scope) &&
-		(a.ExpectChanges == nil) == (b.ExpectChanges == nil) && (a.ExpectChanges == nil || *a.ExpectChanges == *b.ExpectChanges)
+	return sameFields(atomFields, unsafe.Pointer(a), unsafe.Pointer(b))
 }
 
 func bindingSame(a, b *Binding) bool {
-	return a.AtomID == b.AtomID && a.Summary == b.Summary && stringsSame(a.Artifacts, b.Artifacts)
+	return a.AtomID == b.AtomID && sameFields(bindingFields, unsafe.Pointer(a), unsafe.Pointer(b))
 }
 
 func stringsSame(a, b []string) bool {
@@ -495,15 +506,10 @@ func (s *State) readIssues() (errs, warns []Issue) {
 func (s *State) clone() *State {
 	c := s.snapshot()
 	for i := range c.Atoms {
-		c.Atoms[i].DependsOn = copySlice(s.Atoms[i].DependsOn)
-		c.Atoms[i].Scope = copySlice(s.Atoms[i].Scope)
-		if e := s.Atoms[i].ExpectChanges; e != nil {
-			v := *e
-			c.Atoms[i].ExpectChanges = &v
-		}
+		deepenFields(atomFields, unsafe.Pointer(&c.Atoms[i]))
 	}
 	for i := range c.Bindings {
-		c.Bindings[i].Artifacts = copySlice(s.Bindings[i].Artifacts)
+		deepenFields(bindingFields, unsafe.Pointer(&c.Bindings[i]))
 	}
 	return c
 }
@@ -515,26 +521,28 @@ func (s *State) snapshot() *State {
 	c := *s
 	c.doc = nil
 	c.Objective.BaseCase = cloneBaseCase(s.Objective.BaseCase)
-	if s.Control.StopReason != nil {
-		r := *s.Control.StopReason
-		c.Control.StopReason = &r
-	}
+	deepenFields(controlFields, unsafe.Pointer(&c.Control))
 	// Copies keep nil apart from empty: the snapshot taken at read time must
 	// compare equal to an unchanged state, or a write would rewrite sections
 	// that did not change (a "failed: []" read by the YAML library).
 	c.Atoms = copySlice(s.Atoms)
 	c.Decompositions = copySlice(s.Decompositions)
 	for i := range c.Decompositions {
-		c.Decompositions[i].Children = copySlice(s.Decompositions[i].Children)
+		deepenFields(decompositionFields, unsafe.Pointer(&c.Decompositions[i]))
 	}
 	c.ORGroups = copySlice(s.ORGroups)
 	for i := range c.ORGroups {
-		c.ORGroups[i].Choices = copySlice(s.ORGroups[i].Choices)
-		c.ORGroups[i].Failed = copySlice(s.ORGroups[i].Failed)
+		deepenFields(orGroupFields, unsafe.Pointer(&c.ORGroups[i]))
 	}
 	c.Bindings = copySlice(s.Bindings)
 	c.Trail = copySlice(s.Trail)
+	for i := range c.Trail {
+		deepenFields(trailFields, unsafe.Pointer(&c.Trail[i]))
+	}
 	c.Corrections = copySlice(s.Corrections)
+	for i := range c.Corrections {
+		deepenFields(correctionFields, unsafe.Pointer(&c.Corrections[i]))
+	}
 	return &c
 }
 

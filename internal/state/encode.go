@@ -3,6 +3,7 @@ package state
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Known keys of each mapping the contract defines: a write deletes such a key
@@ -27,18 +28,18 @@ const (
 
 var ownedKeys = map[uint8][]string{
 	ownObjective:     {"goal", "base_case", "background_intent", "deliverables", "definition_of_done", "constraints"},
-	ownConstraints:   {"max_iterations", "max_parallel_agents", "max_stall_count", "max_wall_time", "max_cost_usd", "max_tokens", "max_attempts_per_atom"},
+	ownConstraints:   keysOf(constraintsFields),
 	ownBaseCase:      {"type", "value", "checklist", "criteria", "rubric", "pass_threshold", "scope", "timeout"},
 	ownItem:          {"item", "check", "group", "any_of"},
 	ownCheck:         {"type", "value", "criteria", "rubric", "pass_threshold", "scope", "timeout"},
 	ownCriterion:     {"criterion", "description", "weight", "levels"},
-	ownControl:       {"status", "iteration", "stall_count", "prev_pending_count", "stop_requested", "stop_reason", "redirect_requested", "loop_id"},
-	ownAtom:          {"id", "description", "status", "depends_on", "or_group", "attempts", "last_failure", "scope", "expect_changes"},
-	ownDecomposition: {"parent", "children", "reason"},
-	ownORGroup:       {"choices", "selected", "failed", "speculative"},
-	ownBinding:       {"summary", "artifacts"},
-	ownTrail:         {"or_group", "selected", "reason", "timestamp"},
-	ownCorrection:    {"timestamp", "type", "description", "trail_cleared"},
+	ownControl:       keysOf(controlFields),
+	ownAtom:          keysOf(atomFields),
+	ownDecomposition: keysOf(decompositionFields),
+	ownORGroup:       keysOf(orGroupFields),
+	ownBinding:       keysOf(bindingFields),
+	ownTrail:         keysOf(trailFields),
+	ownCorrection:    keysOf(correctionFields),
 }
 
 func owns(set uint8, key string) bool {
@@ -116,23 +117,7 @@ func (e *encoder) objective(o *Objective) int32 {
 	e.t.set(m, "background_intent", e.text(o.BackgroundIntent))
 	e.t.set(m, "deliverables", e.text(o.Deliverables))
 	e.t.set(m, "definition_of_done", e.text(o.DefinitionOfDone))
-	c := &o.Constraints
-	cm := e.mapOf(ownConstraints)
-	e.t.set(cm, "max_iterations", e.integer(int64(c.MaxIterations)))
-	e.t.set(cm, "max_parallel_agents", e.integer(int64(c.MaxParallelAgents)))
-	e.t.set(cm, "max_stall_count", e.integer(int64(c.MaxStallCount)))
-	if c.MaxWallTime != "" {
-		e.t.set(cm, "max_wall_time", e.text(c.MaxWallTime))
-	}
-	if c.MaxCostUSD != 0 {
-		e.t.set(cm, "max_cost_usd", e.float(c.MaxCostUSD))
-	}
-	if c.MaxTokens != 0 {
-		e.t.set(cm, "max_tokens", e.integer(c.MaxTokens))
-	}
-	if c.MaxAttemptsPerAtom != 0 {
-		e.t.set(cm, "max_attempts_per_atom", e.integer(int64(c.MaxAttemptsPerAtom)))
-	}
+	cm := e.fields(ownConstraints, constraintsFields, unsafe.Pointer(&o.Constraints))
 	e.t.set(m, "constraints", cm)
 	return m
 }
@@ -208,47 +193,10 @@ func (e *encoder) check(c *Check, own uint8) int32 {
 }
 
 func (e *encoder) control(c *Control) int32 {
-	m := e.mapOf(ownControl)
-	e.t.set(m, "status", e.ident(c.Status))
-	e.t.set(m, "iteration", e.integer(int64(c.Iteration)))
-	e.t.set(m, "stall_count", e.integer(int64(c.StallCount)))
-	e.t.set(m, "prev_pending_count", e.integer(int64(c.PrevPendingCount)))
-	e.t.set(m, "stop_requested", e.boolean(c.StopRequested))
-	if c.StopReason != nil {
-		e.t.set(m, "stop_reason", e.text(*c.StopReason))
-	} else {
-		e.t.set(m, "stop_reason", e.null())
-	}
-	e.t.set(m, "redirect_requested", e.boolean(c.RedirectRequested))
-	if c.LoopID != "" {
-		e.t.set(m, "loop_id", e.ident(c.LoopID))
-	}
-	return m
+	return e.fields(ownControl, controlFields, unsafe.Pointer(c))
 }
 
-func (e *encoder) atom(a *Atom) int32 {
-	m := e.mapOf(ownAtom)
-	e.t.set(m, "id", e.ident(a.ID))
-	e.t.set(m, "description", e.text(a.Description))
-	e.t.set(m, "status", e.ident(a.Status))
-	e.t.set(m, "depends_on", e.idents(a.DependsOn))
-	if a.ORGroup != "" {
-		e.t.set(m, "or_group", e.ident(a.ORGroup))
-	}
-	if a.Attempts != 0 {
-		e.t.set(m, "attempts", e.integer(int64(a.Attempts)))
-	}
-	if a.LastFailure != "" {
-		e.t.set(m, "last_failure", e.text(a.LastFailure))
-	}
-	if len(a.Scope) > 0 {
-		e.t.set(m, "scope", e.texts(a.Scope))
-	}
-	if a.ExpectChanges != nil {
-		e.t.set(m, "expect_changes", e.boolean(*a.ExpectChanges))
-	}
-	return m
-}
+func (e *encoder) atom(a *Atom) int32 { return e.fields(ownAtom, atomFields, unsafe.Pointer(a)) }
 
 func (e *encoder) atoms(list []Atom) int32 {
 	q := e.t.newSeq()
@@ -260,25 +208,14 @@ func (e *encoder) atoms(list []Atom) int32 {
 
 func (e *encoder) decompositions(list []Decomposition) int32 {
 	q := e.t.newSeq()
-	for _, d := range list {
-		m := e.mapOf(ownDecomposition)
-		e.t.set(m, "parent", e.ident(d.Parent))
-		e.t.set(m, "children", e.idents(d.Children))
-		e.t.set(m, "reason", e.text(d.Reason))
-		e.t.appendChild(q, m)
+	for i := range list {
+		e.t.appendChild(q, e.fields(ownDecomposition, decompositionFields, unsafe.Pointer(&list[i])))
 	}
 	return q
 }
 
 func (e *encoder) orGroup(g *ORGroup) int32 {
-	m := e.mapOf(ownORGroup)
-	e.t.set(m, "choices", e.idents(g.Choices))
-	e.t.set(m, "selected", e.ident(g.Selected))
-	e.t.set(m, "failed", e.idents(g.Failed))
-	if g.Speculative {
-		e.t.set(m, "speculative", e.boolean(true))
-	}
-	return m
+	return e.fields(ownORGroup, orGroupFields, unsafe.Pointer(g))
 }
 
 func (e *encoder) orGroups(list []ORGroup) int32 {
@@ -290,10 +227,7 @@ func (e *encoder) orGroups(list []ORGroup) int32 {
 }
 
 func (e *encoder) binding(b *Binding) int32 {
-	m := e.mapOf(ownBinding)
-	e.t.set(m, "summary", e.text(b.Summary))
-	e.t.set(m, "artifacts", e.texts(b.Artifacts))
-	return m
+	return e.fields(ownBinding, bindingFields, unsafe.Pointer(b))
 }
 
 func (e *encoder) bindings(list []Binding) int32 {
@@ -306,26 +240,16 @@ func (e *encoder) bindings(list []Binding) int32 {
 
 func (e *encoder) trail(list []TrailEntry) int32 {
 	q := e.t.newSeq()
-	for _, t := range list {
-		m := e.mapOf(ownTrail)
-		e.t.set(m, "or_group", e.ident(t.ORGroup))
-		e.t.set(m, "selected", e.ident(t.Selected))
-		e.t.set(m, "reason", e.text(t.Reason))
-		e.t.set(m, "timestamp", e.text(t.Timestamp))
-		e.t.appendChild(q, m)
+	for i := range list {
+		e.t.appendChild(q, e.fields(ownTrail, trailFields, unsafe.Pointer(&list[i])))
 	}
 	return q
 }
 
 func (e *encoder) corrections(list []Correction) int32 {
 	q := e.t.newSeq()
-	for _, c := range list {
-		m := e.mapOf(ownCorrection)
-		e.t.set(m, "timestamp", e.text(c.Timestamp))
-		e.t.set(m, "type", e.ident(c.Type))
-		e.t.set(m, "description", e.text(c.Description))
-		e.t.set(m, "trail_cleared", e.boolean(c.TrailCleared))
-		e.t.appendChild(q, m)
+	for i := range list {
+		e.t.appendChild(q, e.fields(ownCorrection, correctionFields, unsafe.Pointer(&list[i])))
 	}
 	return q
 }

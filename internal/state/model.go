@@ -1,5 +1,17 @@
 // Package state owns the AoT Loop state file (State Contract v1.3): its model,
 // parsing with a comment-preserving round trip, validation and the crash-safe store.
+//
+// One reader per speed, all decoding through the same field tables
+// (fields.go):
+//   - Parse (document.go) is the full reader a write needs: the fast scanner
+//     (scan.go) builds a node tree with the source span of every node, or,
+//     for a hand-written layout outside it, the YAML library does
+//     (fallback.go); the decoder (decode.go) turns the tree into a State.
+//   - The quick reader (quick.go) is for reading only (aot state, status,
+//     the hooks, UpdateControl): it decodes the atoms and bindings sections
+//     line by line and the small rest as Parse does; a file outside aot's
+//     layout is read by Parse.
+//   - PeekStatus (peek.go) reads control.status alone, for the hooks.
 package state
 
 // Atom statuses.

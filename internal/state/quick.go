@@ -12,7 +12,8 @@ import (
 // control section. In the layout aot writes, the atoms and bindings sections
 // are nearly all of a large file, and every line of them has one of a few
 // shapes; the quick reader decodes those two sections line by line straight
-// into atoms and bindings, without the node tree a write of them would need,
+// into atoms and bindings, through the same field tables as the tree decoder
+// (fields.go), without the node tree a write of them would need,
 // and reads the rest of the frontmatter as Parse does, with those sections
 // replaced by empty ones of the same number of lines (so that every line
 // number stays the same). A section in any other layout is left to the
@@ -87,12 +88,9 @@ func parseQuick(data []byte) (s *State, q *quickDoc, errs, warns []Issue, err er
 	if atoms == nil && bindings == nil {
 		return quickFallback(data)
 	}
-	t, root, err := scanTreeSized(mini.String(), 2, written)
+	t, root, err := readTree(mini.String(), 2, written)
 	if err != nil {
-		t, root, err = libraryTree(mini.String(), 2)
-		if err != nil {
-			return quickFallback(data)
-		}
+		return quickFallback(data) // for Parse's error, in the file's own lines
 	}
 	d.t, d.root = t, root
 	dec := &decoder{t: t}
@@ -165,125 +163,107 @@ func sectionLines(body string, fn func(l string) bool) (size, lines int, ok bool
 	return p, lines, true
 }
 
-// atomKeys are the keys of an atom in the order aot writes them.
-var atomKeys = ownedKeys[ownAtom]
+// quickRecord reads the fields of one record (an atom, a binding) from
+// lines of "    key: value" in the order of its table, as aot writes them.
+type quickRecord struct {
+	fields []field
+	lead   int // the first lead fields are always written
+	p      unsafe.Pointer
+	next   int // index in fields of the next key allowed
+}
+
+func newQuickRecord(fields []field) quickRecord {
+	return quickRecord{fields: fields, lead: leadingWritten(fields)}
+}
+
+// start begins the record at p; its fields from..lead-1 are still to come.
+func (r *quickRecord) start(p unsafe.Pointer, from int) { r.p, r.next = p, from }
+
+// done reports whether the current record, if any, has all its always
+// written fields.
+func (r *quickRecord) done() bool { return r.p == nil || r.next >= r.lead }
+
+// line reads one "    key: value" line (without its indentation) of the
+// record: false for a key that is unknown, repeated, out of order or skips
+// one always written, or a value in another layout.
+func (r *quickRecord) line(rest string, lists *arena) bool {
+	for k := r.next; k < len(r.fields); k++ {
+		f := &r.fields[k]
+		if len(rest) > len(f.key)+1 && rest[:len(f.key)] == f.key && rest[len(f.key)] == ':' && rest[len(f.key)+1] == ' ' {
+			if k > r.next && r.next < r.lead {
+				return false // an always written key is missing
+			}
+			r.next = k + 1
+			return f.quick(rest[len(f.key)+2:], r.p, lists)
+		}
+	}
+	return false
+}
 
 // quickAtoms decodes the body of the atoms section (the text after its
 // "atoms:" line) when every atom is in the layout aot writes; line is the
 // file line of its first line. It returns nil when it cannot, else the atoms
-// and the size and lines of the body (as sectionLines).
+// and the size and lines of the body (as sectionLines). An atom starts with
+// its first field on the dash line ("  - id: A1").
 func quickAtoms(body string, line int, lists *arena) ([]Atom, int, int) {
-	const item, field = "  - id: ", "    "
+	const field = "    "
+	item := "  - " + atomFields[0].key + ": "
 	atoms := make([]Atom, 0, strings.Count(body, "\n"+item)+1)
-	var a *Atom
-	next := 0 // index in atomKeys of the next key allowed
-	closeAtom := func() bool {
-		// id, description, status and depends_on are always written.
-		return a == nil || next > 3
-	}
+	r := newQuickRecord(atomFields)
 	n := line - 1
 	size, lines, ok := sectionLines(body, func(l string) bool {
 		n++
-		var key, v string
 		switch {
 		case strings.HasPrefix(l, item):
-			if !closeAtom() {
+			if !r.done() {
 				return false
 			}
 			atoms = append(atoms, Atom{Line: n})
-			a, next = &atoms[len(atoms)-1], 1
-			key, v = "id", l[len(item):]
-		case a != nil && strings.HasPrefix(l, field):
-			// The keys come in aot's order: look from the one expected.
-			rest := l[len(field):]
-			for k := next; k < len(atomKeys) && key == ""; k++ {
-				if kk := atomKeys[k]; len(rest) > len(kk)+1 && rest[:len(kk)] == kk && rest[len(kk)] == ':' && rest[len(kk)+1] == ' ' {
-					if next < 4 && k != next {
-						return false // a required key is missing
-					}
-					key, v, next = kk, rest[len(kk)+2:], k+1
-				}
-			}
-			if key == "" {
-				return false // unknown, repeated or out of order
-			}
-		default:
-			return false
+			r.start(unsafe.Pointer(&atoms[len(atoms)-1]), 1)
+			return atomFields[0].quick(l[len(item):], r.p, lists)
+		case r.p != nil && strings.HasPrefix(l, field):
+			return r.line(l[len(field):], lists)
 		}
-		var ok bool
-		switch key {
-		case "id":
-			a.ID, ok = quickScalar(v)
-		case "description":
-			a.Description, ok = quickScalar(v)
-		case "status":
-			a.Status, ok = quickScalar(v)
-		case "depends_on":
-			a.DependsOn, ok = lists.list(v)
-		case "or_group":
-			a.ORGroup, ok = quickScalar(v)
-		case "attempts":
-			var err error
-			if tg, tok := plainTag(v); tok && tg == tInt {
-				a.Attempts, err = strconv.Atoi(v)
-				ok = err == nil
-			}
-		case "last_failure":
-			a.LastFailure, ok = quickScalar(v)
-		case "scope":
-			a.Scope, ok = lists.list(v)
-		case "expect_changes":
-			var b bool
-			if b, ok = quickBool(v); ok {
-				a.ExpectChanges = &b
-			}
-		}
-		return ok
+		return false
 	})
-	if !ok || !closeAtom() || len(atoms) == 0 {
+	if !ok || !r.done() || len(atoms) == 0 {
 		return nil, 0, 0
 	}
 	return atoms, size, lines
 }
 
 // quickBindings is quickAtoms for the bindings section: each binding is
-// "  ID:", its summary and its artifacts.
+// "  ID:" and its fields.
 func quickBindings(body string, line int, lists *arena) ([]Binding, int, int) {
+	const field = "    "
 	bindings := make([]Binding, 0, strings.Count(body, ":\n"))
 	seen := make(map[string]bool, cap(bindings))
-	const summary, artifacts = "    summary: ", "    artifacts: "
+	r := newQuickRecord(bindingFields)
 	n := line - 1
-	want := 0 // 0: a key, 1: its summary, 2: its artifacts
 	size, lines, ok := sectionLines(body, func(l string) bool {
 		n++
-		var ok bool
-		switch want {
-		case 0:
-			id, ok := quickKey(l)
-			if !ok || seen[id] {
-				return false // a duplicate key: the general reader reports it
-			}
-			seen[id] = true
-			bindings = append(bindings, Binding{AtomID: id, Line: n})
-		case 1:
-			if !strings.HasPrefix(l, summary) {
-				return false
-			}
-			bindings[len(bindings)-1].Summary, ok = quickScalar(l[len(summary):])
-		case 2:
-			if !strings.HasPrefix(l, artifacts) {
-				return false
-			}
-			bindings[len(bindings)-1].Artifacts, ok = lists.list(l[len(artifacts):])
+		if strings.HasPrefix(l, field) {
+			return r.p != nil && r.line(l[len(field):], lists)
 		}
-		if want == 0 {
-			ok = true
+		if !r.done() {
+			return false
 		}
-		want = (want + 1) % 3
-		return ok
+		id, ok := quickKey(l)
+		if !ok || seen[id] {
+			return false // a duplicate key: the general reader reports it
+		}
+		seen[id] = true
+		bindings = append(bindings, Binding{AtomID: id, Line: n})
+		r.start(unsafe.Pointer(&bindings[len(bindings)-1]), 0)
+		return true
 	})
-	if !ok || want != 0 || len(bindings) == 0 {
+	if !ok || !r.done() || len(bindings) == 0 {
 		return nil, 0, 0
+	}
+	for i := range bindings {
+		if bindings[i].Artifacts == nil {
+			bindings[i].Artifacts = []string{} // as the general reader reads a binding
+		}
 	}
 	return bindings, size, lines
 }
@@ -388,4 +368,13 @@ func quickBool(v string) (bool, bool) {
 		return v == "true" || v == "True" || v == "TRUE", true
 	}
 	return false, false
+}
+
+// quickInt reads a plain integer.
+func quickInt(v string) (int, bool) {
+	if tg, ok := plainTag(v); ok && tg == tInt {
+		n, err := strconv.Atoi(v)
+		return n, err == nil
+	}
+	return 0, false
 }
