@@ -106,8 +106,9 @@ func branchOf(t *testing.T, repo, branch string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// noWorktrees fails when the cache holds a worktree or a clone still
-// registers one.
+// noWorktrees fails when the cache holds an activity's folder or a clone
+// still registers a worktree in use: the only ones left are those released
+// for the next attempts (marked free, HEAD detached, no branch).
 func noWorktrees(t *testing.T, a *Activities) {
 	t.Helper()
 	if entries, _ := os.ReadDir(filepath.Join(a.Cache, "work")); len(entries) > 0 {
@@ -119,8 +120,13 @@ func noWorktrees(t *testing.T, a *Activities) {
 	}
 	repos, _ := filepath.Glob(filepath.Join(a.Cache, "repos", "*", ".git"))
 	for _, r := range repos {
-		if list := gitT(t, filepath.Dir(r), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
-			t.Errorf("the clone still registers worktrees:\n%s", list)
+		list := gitT(t, filepath.Dir(r), "worktree", "list", "--porcelain")
+		for i, rec := range strings.Split(strings.TrimSpace(list), "\n\n") {
+			p, _, _ := strings.Cut(strings.TrimPrefix(rec, "worktree "), "\n")
+			_, err := os.Stat(filepath.Dir(p) + ".free")
+			if i > 0 && (err != nil || !strings.Contains(rec, "\ndetached")) {
+				t.Errorf("the clone still registers a worktree in use:\n%s", list)
+			}
 		}
 	}
 }
@@ -615,6 +621,9 @@ func TestSweepRemovesAttemptWorktreesOfDeadWorkersFromTheClone(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(live.a.Path, ".git")); err != nil {
 		t.Errorf("the running attempt's worktree was touched: %v", err)
 	}
+	if _, err := os.Stat(dead.a.Path); err == nil || dead.a.Path == live.a.Path {
+		t.Errorf("the dead attempt's worktree %s is still there, or was taken by the live one", dead.a.Path)
+	}
 	live.remove(ctx)
 	if got := gitT(t, c.dir, "branch", "--list", "aot-attempt/*"); got != "" {
 		t.Errorf("branches left: %q", got)
@@ -652,4 +661,32 @@ func TestARetriedAttemptReplacesAPushItsCloneHasNotSeen(t *testing.T) {
 	}
 	noWorktrees(t, first)
 	noWorktrees(t, second)
+}
+
+// A worker's attempts one after another use one worktree of its clone:
+// the next attempt finds none of what the last agent left (a failed one's
+// changes, untracked and ignored files), and its commit holds its own work
+// alone.
+func TestAttemptsOneAfterAnotherReuseOneWorktree(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{".gitignore": "*.log\n"})
+	a := newActivities(t)
+	ctx := context.Background()
+	messy := `echo mess > README.md && echo x > junk.txt && echo y > run.log && mkdir -p d && echo z > d/z.txt && echo '{"success": false, "summary": "gave up"}'`
+	r, err := a.Attempt(ctx, attemptInput(repo, seed, "A", messy))
+	if err != nil || r.Commit != "" {
+		t.Fatalf("the failed attempt: %+v, %v", r, err)
+	}
+	clean := `test "$(cat README.md)" = seed && test ! -e junk.txt && test ! -e run.log && test ! -e d && echo b > b.txt && echo '{"success": true, "summary": "b"}'`
+	r, err = a.Attempt(ctx, attemptInput(repo, seed, "B", clean))
+	if err != nil || r.Commit == "" {
+		t.Fatalf("the next attempt found what the last one left, or failed: %+v, %v", r, err)
+	}
+	if files := gitT(t, repo, "diff-tree", "-r", "--name-only", "--no-commit-id", seed, r.Commit); files != "b.txt" {
+		t.Errorf("the next attempt's commit changed %q, want b.txt alone", files)
+	}
+	slots, _ := filepath.Glob(filepath.Join(a.Cache, "trees", "*", "t-*.free"))
+	if len(slots) != 1 {
+		t.Errorf("free worktrees after two attempts one after another: %v, want one", slots)
+	}
+	noWorktrees(t, a)
 }

@@ -242,6 +242,9 @@ func (a *Activities) sweep(ctx context.Context) (removed int) {
 			continue // a running activity's
 		}
 		killLeftTrees(dir) // orphans.go
+		if slot, err := os.ReadFile(filepath.Join(dir, slotNote)); err == nil && len(slot) > 0 {
+			os.RemoveAll(string(slot)) // its worktree, half used (attempt_tree.go)
+		}
 		os.RemoveAll(dir)
 		l.Unlock()
 		os.Remove(dir + ".lock")

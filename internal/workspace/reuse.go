@@ -1,0 +1,103 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A worktree can serve one attempt after another: [Manager.Release] ends an
+// attempt keeping its worktree, and [Manager.Reuse] makes the next
+// attempt's worktree out of it, which touches only the files that differ
+// where adding a worktree checks every file out. A Temporal worker keeps
+// such worktrees in its clone of the repository, one per attempt it runs
+// at once.
+
+// Reuse makes a's worktree out of the worktree at a.Path that an earlier
+// attempt in the same repository left with [Manager.Release]: a's branch
+// at the integration branch's commit is checked out, everything else in
+// the folder (changes, untracked and ignored files) is deleted, and the
+// worktree's own HEAD log starts anew, so that the commits of earlier
+// attempts are not taken for commits the agent made on another branch.
+// a.Path may be anywhere outside the repository's working trees; the
+// caller chose it. An error leaves the worktree for the caller to remove.
+func (m *Manager) Reuse(ctx context.Context, a Attempt) error {
+	m.mu.Lock()
+	started, head := m.started, m.head
+	m.mu.Unlock()
+	if !started {
+		return errors.New("workspace: Reuse before Start")
+	}
+	admin, err := worktreeAdmin(a.Path)
+	if err != nil {
+		return fmt.Errorf("workspace: reuse %s: %w", a.Path, err)
+	}
+	if err := os.Remove(filepath.Join(admin, "logs", "HEAD")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("workspace: reuse %s: %w", a.Path, err)
+	}
+	if _, err := m.git(ctx, a.Path, "checkout", "-q", "-f", "--no-guess", "-B", a.Branch, head); err != nil {
+		return fmt.Errorf("workspace: reuse %s: %w", a.Path, err)
+	}
+	if _, err := m.git(ctx, a.Path, "clean", "-q", "-ffdx"); err != nil {
+		return fmt.Errorf("workspace: reuse %s: %w", a.Path, err)
+	}
+	m.protect.removeFrom(a.Path)
+	m.setBase(a.Branch, head)
+	return nil
+}
+
+// CreateAt is [Manager.Create] at a.Path, a folder the caller chose outside
+// the repository's working trees (a worktree it means to [Manager.Reuse]).
+// Two worktrees must not be added to one repository at once: the caller
+// serializes CreateAt across managers.
+func (m *Manager) CreateAt(ctx context.Context, a Attempt) error {
+	return m.create(ctx, a)
+}
+
+// Release ends a's attempt keeping its worktree for [Manager.Reuse]: HEAD
+// is detached where a's branch is, and the branch is deleted. It goes on
+// when ctx is already cancelled, bounded by a minute.
+func (m *Manager) Release(ctx context.Context, a Attempt) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, err := m.git(ctx, a.Path, "checkout", "-q", "--detach")
+	if err == nil {
+		_, err = m.git(ctx, a.Path, "update-ref", "-d", "refs/heads/"+a.Branch)
+	}
+	m.setBase(a.Branch, "")
+	if err != nil {
+		return fmt.Errorf("workspace: release %s: %w", a.Branch, err)
+	}
+	return nil
+}
+
+// worktreeAdmin is the folder in the repository's .git that holds the
+// worktree at dir's own files, read from dir's .git file.
+func worktreeAdmin(dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		return "", err
+	}
+	admin, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok || admin == "" {
+		return "", fmt.Errorf("%s is not a worktree", dir)
+	}
+	if !filepath.IsAbs(admin) {
+		admin = filepath.Join(dir, admin)
+	}
+	return admin, nil
+}
+
+// setBase records the commit attempt branch was made at; "" forgets it.
+func (m *Manager) setBase(branch, commit string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if commit == "" {
+		delete(m.bases, branch)
+		return
+	}
+	m.bases[branch] = commit
+}
