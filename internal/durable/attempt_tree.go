@@ -153,15 +153,11 @@ func (a *Activities) newAttemptTree(ctx context.Context, c *clone, head, loop, p
 			return nil, fmt.Errorf("cache folder: %w", err)
 		}
 	}
-	o := workspace.Options{LoopID: loop, Dir: filepath.Join(sc.dir, "wt")}
-	if stateFile != "" && !filepath.IsAbs(stateFile) {
-		o.StateFile = filepath.Join(c.dir, filepath.FromSlash(stateFile))
-	}
-	if t.m, err = workspace.Open(ctx, in, o); err != nil {
+	if t.m, err = a.managerOf(ctx, in, loop, stateFile, c.dir); err != nil {
 		t.remove(ctx)
 		return nil, err
 	}
-	t.m.StartDetached(head)
+	t.m = t.m.Detached(head)
 	slot, reused, err := a.takeSlot(c, sc)
 	if err != nil {
 		t.remove(ctx)
@@ -195,6 +191,32 @@ func (a *Activities) newAttemptTree(ctx context.Context, c *clone, head, loop, p
 		return nil, err
 	}
 	return t, nil
+}
+
+// managers are the workspace managers a worker opened, one per project
+// folder, loop and state file: an attempt takes a copy (Detached).
+var managers sync.Map // managerKey -> *workspace.Manager
+
+type managerKey struct{ dir, loop, stateFile string }
+
+// managerOf is the manager of loop in the project folder in of the clone
+// at root, opened on first use.
+func (a *Activities) managerOf(ctx context.Context, in, loop, stateFile, root string) (*workspace.Manager, error) {
+	k := managerKey{in, loop, stateFile}
+	if m, ok := managers.Load(k); ok {
+		return m.(*workspace.Manager), nil
+	}
+	// The attempts' worktrees are in the pool, never in o.Dir.
+	o := workspace.Options{LoopID: loop, Dir: filepath.Join(a.Cache, "trees")}
+	if stateFile != "" && !filepath.IsAbs(stateFile) {
+		o.StateFile = filepath.Join(root, filepath.FromSlash(stateFile))
+	}
+	m, err := workspace.Open(ctx, in, o)
+	if err != nil {
+		return nil, err
+	}
+	managers.Store(k, m)
+	return m, nil
 }
 
 // removeTree removes the worktree at p from c, whatever is left of it.

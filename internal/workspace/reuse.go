@@ -101,3 +101,16 @@ func (m *Manager) setBase(branch, commit string) {
 	}
 	m.bases[branch] = commit
 }
+
+// Detached is a new manager of m's loop in m's repository, started
+// detached at commit ([Manager.StartDetached]), that shares nothing
+// mutable with m: what [Open] learnt from git is not asked again. A
+// Temporal worker opens one manager per loop and takes one of these per
+// attempt.
+func (m *Manager) Detached(commit string) *Manager {
+	n := &Manager{env: m.env, root: m.root, rel: m.rel, common: m.common, loop: m.loop, loopDir: m.loopDir,
+		intPath: m.intPath, intBranch: m.intBranch, attemptRef: m.attemptRef, metaPath: m.metaPath,
+		keepFailed: m.keepFailed, protect: m.protect, bases: map[string]string{}}
+	n.StartDetached(commit)
+	return n
+}

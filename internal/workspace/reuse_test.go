@@ -53,11 +53,8 @@ func TestAReleasedWorktreeServesTheNextAttemptAsANewOne(t *testing.T) {
 		t.Errorf("the released attempt's branch is still there: %s", out)
 	}
 
-	m2, err := Open(ctx, root, Options{LoopID: "L", Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m2.StartDetached(second)
+	// The next attempt's manager is a copy of the first's, at its start.
+	m2 := m1.Detached(second)
 	a2 := m2.Plan("B", 1)
 	a2.Path, a2.Dir = slot, slot
 	if err := m2.Reuse(ctx, a2); err != nil {
