@@ -115,11 +115,13 @@ func (a *Activities) heartbeat(ctx context.Context, what string) (context.Contex
 	}
 	fctx, giveUp := context.WithCancelCause(ctx)
 	f := a.fenceFor(ctx, every)
-	activity.RecordHeartbeat(ctx, what)
-	sdkBeat := time.Now()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		// The first heartbeat, which says what the activity does, is a
+		// round trip to Temporal: it goes while the activity works.
+		activity.RecordHeartbeat(ctx, what)
+		sdkBeat := time.Now()
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {

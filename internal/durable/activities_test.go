@@ -108,7 +108,7 @@ func branchOf(t *testing.T, repo, branch string) string {
 
 // noWorktrees fails when the cache holds an activity's folder or a clone
 // still registers a worktree in use: the only ones left are those released
-// for the next attempts (marked free, HEAD detached, no branch).
+// for the next attempts (marked free, their attempt's branch deleted).
 func noWorktrees(t *testing.T, a *Activities) {
 	t.Helper()
 	if entries, _ := os.ReadDir(filepath.Join(a.Cache, "work")); len(entries) > 0 {
@@ -124,7 +124,8 @@ func noWorktrees(t *testing.T, a *Activities) {
 		for i, rec := range strings.Split(strings.TrimSpace(list), "\n\n") {
 			p, _, _ := strings.Cut(strings.TrimPrefix(rec, "worktree "), "\n")
 			_, err := os.Stat(filepath.Dir(p) + ".free")
-			if i > 0 && (err != nil || !strings.Contains(rec, "\ndetached")) {
+			_, branch, _ := strings.Cut(rec, "\nbranch ")
+			if i > 0 && (err != nil || branch == "" || gitOK(filepath.Dir(r), "rev-parse", "--verify", "-q", branch)) {
 				t.Errorf("the clone still registers a worktree in use:\n%s", list)
 			}
 		}
@@ -689,4 +690,9 @@ func TestAttemptsOneAfterAnotherReuseOneWorktree(t *testing.T) {
 		t.Errorf("free worktrees after two attempts one after another: %v, want one", slots)
 	}
 	noWorktrees(t, a)
+}
+
+// gitOK reports whether git succeeds in dir.
+func gitOK(dir string, args ...string) bool {
+	return exec.Command("git", append([]string{"-C", dir}, args...)...).Run() == nil
 }

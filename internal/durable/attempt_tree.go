@@ -97,7 +97,7 @@ type attemptTree struct {
 // only one taker can delete) and checks its own branch out there, touching
 // only the files that differ, instead of adding a worktree (every file
 // checked out) and removing it after. An attempt that ends releases its
-// worktree (HEAD detached, its branch deleted) and marks it free again. The
+// worktree (its branch deleted) and marks it free again. The
 // slot an attempt holds is noted in its work/wt-* folder: when its worker
 // dies, the sweep removes that slot whole.
 

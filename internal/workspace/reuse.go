@@ -57,16 +57,14 @@ func (m *Manager) CreateAt(ctx context.Context, a Attempt) error {
 	return m.create(ctx, a)
 }
 
-// Release ends a's attempt keeping its worktree for [Manager.Reuse]: HEAD
-// is detached where a's branch is, and the branch is deleted. It goes on
-// when ctx is already cancelled, bounded by a minute.
+// Release ends a's attempt keeping its worktree for [Manager.Reuse]: a's
+// branch is deleted (the worktree is then on a branch without commits,
+// which Reuse leaves). It goes on when ctx is already cancelled, bounded
+// by a minute.
 func (m *Manager) Release(ctx context.Context, a Attempt) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_, err := m.git(ctx, a.Path, "checkout", "-q", "--detach")
-	if err == nil {
-		_, err = m.git(ctx, a.Path, "update-ref", "-d", "refs/heads/"+a.Branch)
-	}
+	_, err := m.git(ctx, a.Path, "update-ref", "-d", "refs/heads/"+a.Branch)
 	m.setBase(a.Branch, "")
 	if err != nil {
 		return fmt.Errorf("workspace: release %s: %w", a.Branch, err)
