@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -53,11 +52,9 @@ func (m *Manager) Create(ctx context.Context, a Attempt) error {
 
 // create adds a's worktree and branch at the integration branch's commit.
 func (m *Manager) create(ctx context.Context, a Attempt) error {
-	m.mu.Lock()
-	started, head := m.started, m.head
-	m.mu.Unlock()
-	if !started {
-		return errors.New("workspace: Create before Start")
+	head, err := m.startedAt("Create")
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(a.Path), 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
@@ -66,7 +63,7 @@ func (m *Manager) create(ctx context.Context, a Attempt) error {
 	// One add at a time: two git processes creating branches and worktrees
 	// in one repository at once can fail on each other's locks.
 	m.addMu.Lock()
-	_, err := m.git(ctx, m.runDir(), "worktree", "add", "-q", "--lock", "--reason", m.inUse(), "-B", a.Branch, a.Path, head)
+	_, err = m.git(ctx, m.runDir(), "worktree", "add", "-q", "--lock", "--reason", m.inUse(), "-B", a.Branch, a.Path, head)
 	m.addMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("workspace: create %s: %w", a.Branch, err)

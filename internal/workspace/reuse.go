@@ -25,11 +25,9 @@ import (
 // a.Path may be anywhere outside the repository's working trees; the
 // caller chose it. An error leaves the worktree for the caller to remove.
 func (m *Manager) Reuse(ctx context.Context, a Attempt) error {
-	m.mu.Lock()
-	started, head := m.started, m.head
-	m.mu.Unlock()
-	if !started {
-		return errors.New("workspace: Reuse before Start")
+	head, err := m.startedAt("Reuse")
+	if err != nil {
+		return err
 	}
 	admin, err := worktreeAdmin(a.Path)
 	if err != nil {
@@ -111,4 +109,15 @@ func (m *Manager) Detached(commit string) *Manager {
 		keepFailed: m.keepFailed, protect: m.protect, bases: map[string]string{}}
 	n.StartDetached(commit)
 	return n
+}
+
+// startedAt is the integration branch's commit, or an error naming op when
+// the manager has not started.
+func (m *Manager) startedAt(op string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started {
+		return "", errors.New("workspace: " + op + " before Start")
+	}
+	return m.head, nil
 }
