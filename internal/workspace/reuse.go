@@ -33,6 +33,11 @@ func (m *Manager) Reuse(ctx context.Context, a Attempt) error {
 	if err != nil {
 		return fmt.Errorf("workspace: reuse %s: %w", a.Path, err)
 	}
+	// An agent may have rewritten the .git file: git runs there only when
+	// it still names a worktree of this repository.
+	if !strings.HasPrefix(realPath(admin), filepath.Join(m.common, "worktrees")+string(filepath.Separator)) {
+		return fmt.Errorf("workspace: reuse %s: its .git names %s, not a worktree of %s", a.Path, admin, m.common)
+	}
 	if err := os.Remove(filepath.Join(admin, "logs", "HEAD")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("workspace: reuse %s: %w", a.Path, err)
 	}

@@ -104,3 +104,38 @@ func TestReuseRefusesAFolderThatIsNoWorktree(t *testing.T) {
 		t.Error("Reuse of an empty folder succeeded")
 	}
 }
+
+// A worktree whose .git file an agent pointed elsewhere is not reused: git
+// would run on another repository.
+func TestReuseRefusesAWorktreeWhoseGitFileWasRewritten(t *testing.T) {
+	root := newRepo(t, map[string]string{"a.txt": "a\n"})
+	// Another repository holding the same commit, where git would succeed.
+	other := filepath.Join(t.TempDir(), "other")
+	run(t, root, "clone", "-q", root, other)
+	ctx := context.Background()
+	m, err := Open(ctx, root, Options{LoopID: "L", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StartDetached(run(t, root, "rev-parse", "HEAD"))
+	a := m.Plan("A", 1)
+	a.Path = filepath.Join(t.TempDir(), "wt")
+	a.Dir = a.Path
+	if err := m.CreateAt(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a.Path, ".git", "gitdir: "+filepath.Join(other, ".git")+"\n")
+	write(t, other, "untracked.txt", "theirs\n")
+	next := m.Detached(run(t, root, "rev-parse", "HEAD"))
+	b := next.Plan("B", 1)
+	b.Path, b.Dir = a.Path, a.Path
+	if err := next.Reuse(ctx, b); err == nil {
+		t.Error("a worktree whose .git names another repository was reused")
+	}
+	if !exists(other, "untracked.txt") || run(t, other, "status", "--porcelain") != "?? untracked.txt" {
+		t.Error("the other repository was touched")
+	}
+}
