@@ -696,3 +696,38 @@ func TestAttemptsOneAfterAnotherReuseOneWorktree(t *testing.T) {
 func gitOK(dir string, args ...string) bool {
 	return exec.Command("git", append([]string{"-C", dir}, args...)...).Run() == nil
 }
+
+// A free worktree that cannot be reused (a git process of the last attempt
+// was cut short and left its lock) is replaced by a new one in its place.
+func TestAnAttemptReplacesAWorktreeItCannotReuse(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	ctx := context.Background()
+	if r, err := a.Attempt(ctx, attemptInput(repo, seed, "A", `echo a > a.txt && echo '{"success": true}'`)); err != nil || r.Commit == "" {
+		t.Fatalf("the first attempt: %+v, %v", r, err)
+	}
+	free, _ := filepath.Glob(filepath.Join(a.Cache, "trees", "*", "t-*.free"))
+	if len(free) != 1 {
+		t.Fatalf("free worktrees: %v", free)
+	}
+	wt := filepath.Join(strings.TrimSuffix(free[0], ".free"), "wt")
+	admin := strings.TrimPrefix(strings.TrimSpace(readFile(t, filepath.Join(wt, ".git"))), "gitdir: ")
+	writeFile(t, filepath.Join(admin, "index.lock"), "")
+	r, err := a.Attempt(ctx, attemptInput(repo, seed, "B", `echo b > b.txt && echo '{"success": true}'`))
+	if err != nil || r.Commit == "" {
+		t.Fatalf("the attempt after a worktree it could not reuse: %+v, %v", r, err)
+	}
+	if files := gitT(t, repo, "diff-tree", "-r", "--name-only", "--no-commit-id", seed, r.Commit); files != "b.txt" {
+		t.Errorf("its commit changed %q, want b.txt alone", files)
+	}
+	noWorktrees(t, a)
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
