@@ -115,11 +115,13 @@ func (a *Activities) heartbeat(ctx context.Context, what string) (context.Contex
 	}
 	fctx, giveUp := context.WithCancelCause(ctx)
 	f := a.fenceFor(ctx, every)
-	activity.RecordHeartbeat(ctx, what)
-	sdkBeat := time.Now()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		// The first heartbeat, which says what the activity does, is a
+		// round trip to Temporal: it goes while the activity works.
+		activity.RecordHeartbeat(ctx, what)
+		sdkBeat := time.Now()
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -274,11 +276,12 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		return res, nonRetryable(errors.New("no branch to push the attempt's work to"))
 	}
 	// The attempt's branch is this loop's alone; a retried attempt
-	// replaces what its dead predecessor pushed, and nothing else.
-	// The clone may not have been fetched for this attempt: a push refused
-	// because what it last knew of the branch was old is tried again on
-	// what it is now; any other refusal is the activity's failure.
-	up := workspace.RemoteUpdate{Ref: "refs/heads/" + in.Branch, Commit: mr.Commit, Expect: c.remoteBranch(ctx, in.Branch)}
+	// replaces what its dead predecessor pushed, and nothing else: its
+	// push, which expects no branch, is refused, and is tried again on
+	// what the clone then fetches; any other refusal is the activity's
+	// failure.
+	// A first try finds no branch; a retry's push, refused, is tried again.
+	up := workspace.RemoteUpdate{Ref: "refs/heads/" + in.Branch, Commit: mr.Commit}
 	if err := workspace.Push(ctx, c.dir, in.Repo, up); err != nil {
 		if ferr := c.fetch(ctx); ferr != nil {
 			return res, fmt.Errorf("push %s: %w", in.Branch, errors.Join(err, ferr))

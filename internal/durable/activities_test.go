@@ -106,8 +106,9 @@ func branchOf(t *testing.T, repo, branch string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// noWorktrees fails when the cache holds a worktree or a clone still
-// registers one.
+// noWorktrees fails when the cache holds an activity's folder or a clone
+// still registers a worktree in use: the only ones left are those released
+// for the next attempts (marked free, their attempt's branch deleted).
 func noWorktrees(t *testing.T, a *Activities) {
 	t.Helper()
 	if entries, _ := os.ReadDir(filepath.Join(a.Cache, "work")); len(entries) > 0 {
@@ -119,8 +120,14 @@ func noWorktrees(t *testing.T, a *Activities) {
 	}
 	repos, _ := filepath.Glob(filepath.Join(a.Cache, "repos", "*", ".git"))
 	for _, r := range repos {
-		if list := gitT(t, filepath.Dir(r), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
-			t.Errorf("the clone still registers worktrees:\n%s", list)
+		list := gitT(t, filepath.Dir(r), "worktree", "list", "--porcelain")
+		for i, rec := range strings.Split(strings.TrimSpace(list), "\n\n") {
+			p, _, _ := strings.Cut(strings.TrimPrefix(rec, "worktree "), "\n")
+			_, err := os.Stat(filepath.Dir(p) + ".free")
+			_, branch, _ := strings.Cut(rec, "\nbranch ")
+			if i > 0 && (err != nil || branch == "" || gitOK(filepath.Dir(r), "rev-parse", "--verify", "-q", branch)) {
+				t.Errorf("the clone still registers a worktree in use:\n%s", list)
+			}
 		}
 	}
 }
@@ -615,6 +622,9 @@ func TestSweepRemovesAttemptWorktreesOfDeadWorkersFromTheClone(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(live.a.Path, ".git")); err != nil {
 		t.Errorf("the running attempt's worktree was touched: %v", err)
 	}
+	if _, err := os.Stat(dead.a.Path); err == nil || dead.a.Path == live.a.Path {
+		t.Errorf("the dead attempt's worktree %s is still there, or was taken by the live one", dead.a.Path)
+	}
 	live.remove(ctx)
 	if got := gitT(t, c.dir, "branch", "--list", "aot-attempt/*"); got != "" {
 		t.Errorf("branches left: %q", got)
@@ -652,4 +662,72 @@ func TestARetriedAttemptReplacesAPushItsCloneHasNotSeen(t *testing.T) {
 	}
 	noWorktrees(t, first)
 	noWorktrees(t, second)
+}
+
+// A worker's attempts one after another use one worktree of its clone:
+// the next attempt finds none of what the last agent left (a failed one's
+// changes, untracked and ignored files), and its commit holds its own work
+// alone.
+func TestAttemptsOneAfterAnotherReuseOneWorktree(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{".gitignore": "*.log\n"})
+	a := newActivities(t)
+	ctx := context.Background()
+	messy := `echo mess > README.md && echo x > junk.txt && echo y > run.log && mkdir -p d && echo z > d/z.txt && echo '{"success": false, "summary": "gave up"}'`
+	r, err := a.Attempt(ctx, attemptInput(repo, seed, "A", messy))
+	if err != nil || r.Commit != "" {
+		t.Fatalf("the failed attempt: %+v, %v", r, err)
+	}
+	clean := `test "$(cat README.md)" = seed && test ! -e junk.txt && test ! -e run.log && test ! -e d && echo b > b.txt && echo '{"success": true, "summary": "b"}'`
+	r, err = a.Attempt(ctx, attemptInput(repo, seed, "B", clean))
+	if err != nil || r.Commit == "" {
+		t.Fatalf("the next attempt found what the last one left, or failed: %+v, %v", r, err)
+	}
+	if files := gitT(t, repo, "diff-tree", "-r", "--name-only", "--no-commit-id", seed, r.Commit); files != "b.txt" {
+		t.Errorf("the next attempt's commit changed %q, want b.txt alone", files)
+	}
+	slots, _ := filepath.Glob(filepath.Join(a.Cache, "trees", "*", "t-*.free"))
+	if len(slots) != 1 {
+		t.Errorf("free worktrees after two attempts one after another: %v, want one", slots)
+	}
+	noWorktrees(t, a)
+}
+
+// gitOK reports whether git succeeds in dir.
+func gitOK(dir string, args ...string) bool {
+	return exec.Command("git", append([]string{"-C", dir}, args...)...).Run() == nil
+}
+
+// A free worktree that cannot be reused (a git process of the last attempt
+// was cut short and left its lock) is replaced by a new one in its place.
+func TestAnAttemptReplacesAWorktreeItCannotReuse(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	ctx := context.Background()
+	if r, err := a.Attempt(ctx, attemptInput(repo, seed, "A", `echo a > a.txt && echo '{"success": true}'`)); err != nil || r.Commit == "" {
+		t.Fatalf("the first attempt: %+v, %v", r, err)
+	}
+	free, _ := filepath.Glob(filepath.Join(a.Cache, "trees", "*", "t-*.free"))
+	if len(free) != 1 {
+		t.Fatalf("free worktrees: %v", free)
+	}
+	wt := filepath.Join(strings.TrimSuffix(free[0], ".free"), "wt")
+	admin := strings.TrimPrefix(strings.TrimSpace(readFile(t, filepath.Join(wt, ".git"))), "gitdir: ")
+	writeFile(t, filepath.Join(admin, "index.lock"), "")
+	r, err := a.Attempt(ctx, attemptInput(repo, seed, "B", `echo b > b.txt && echo '{"success": true}'`))
+	if err != nil || r.Commit == "" {
+		t.Fatalf("the attempt after a worktree it could not reuse: %+v, %v", r, err)
+	}
+	if files := gitT(t, repo, "diff-tree", "-r", "--name-only", "--no-commit-id", seed, r.Commit); files != "b.txt" {
+		t.Errorf("its commit changed %q, want b.txt alone", files)
+	}
+	noWorktrees(t, a)
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

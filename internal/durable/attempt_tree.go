@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -84,10 +85,54 @@ func (a *Activities) workFolder() (*scratch, error) {
 
 // attemptTree is a worker attempt's worktree in the worker's clone.
 type attemptTree struct {
-	c  *clone
-	sc *scratch
-	m  *workspace.Manager
-	a  workspace.Attempt
+	c    *clone
+	sc   *scratch
+	m    *workspace.Manager
+	a    workspace.Attempt
+	slot string // the worktree's folder in the clone's pool (trees/)
+}
+
+// The worktrees of a clone's attempts are kept between attempts, in
+// trees/<clone>/t-*: an attempt takes a free one (its t-*.free file, which
+// only one taker can delete) and checks its own branch out there, touching
+// only the files that differ, instead of adding a worktree (every file
+// checked out) and removing it after. An attempt that ends releases its
+// worktree (its branch deleted) and marks it free again. The
+// slot an attempt holds is noted in its work/wt-* folder: when its worker
+// dies, the sweep removes that slot whole.
+
+const slotNote = "slot"
+
+// poolOf is the folder of c's reusable worktrees.
+func (a *Activities) poolOf(c *clone) string {
+	return filepath.Join(a.Cache, "trees", filepath.Base(c.dir))
+}
+
+// takeSlot takes a free worktree of c's pool, or names a new one (reused
+// false), and notes it in the attempt's folder sc.
+func (a *Activities) takeSlot(c *clone, sc *scratch) (slot string, reused bool, err error) {
+	pool := a.poolOf(c)
+	entries, _ := os.ReadDir(pool)
+	for _, e := range entries {
+		name, free := strings.CutSuffix(e.Name(), ".free")
+		if free && os.Remove(filepath.Join(pool, e.Name())) == nil {
+			slot, reused = filepath.Join(pool, name), true
+			break
+		}
+	}
+	if slot == "" {
+		if err := os.MkdirAll(pool, 0o755); err != nil {
+			return "", false, fmt.Errorf("cache folder: %w", err)
+		}
+		if slot, err = os.MkdirTemp(pool, "t-"); err != nil {
+			return "", false, fmt.Errorf("cache folder: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(sc.dir, slotNote), []byte(slot), 0o644); err != nil {
+		os.WriteFile(slot+".free", nil, 0o644)
+		return "", false, fmt.Errorf("cache folder: %w", err)
+	}
+	return slot, reused, nil
 }
 
 // newAttemptTree makes the worktree of attempt n of atom at head in c:
@@ -99,7 +144,7 @@ func (a *Activities) newAttemptTree(ctx context.Context, c *clone, head, loop, p
 		return nil, err
 	}
 	sc.repo = c.dir
-	dir, t := sc.dir, &attemptTree{c: c, sc: sc}
+	t := &attemptTree{c: c, sc: sc}
 	in := c.dir
 	if p := strings.Trim(project, "/"); p != "" && !filepath.IsAbs(project) {
 		in = filepath.Join(c.dir, filepath.FromSlash(p))
@@ -108,69 +153,142 @@ func (a *Activities) newAttemptTree(ctx context.Context, c *clone, head, loop, p
 			return nil, fmt.Errorf("cache folder: %w", err)
 		}
 	}
-	o := workspace.Options{LoopID: loop, Dir: filepath.Join(dir, "wt")}
-	if stateFile != "" && !filepath.IsAbs(stateFile) {
-		o.StateFile = filepath.Join(c.dir, filepath.FromSlash(stateFile))
-	}
-	if t.m, err = workspace.Open(ctx, in, o); err != nil {
+	if t.m, err = a.managerOf(ctx, in, loop, stateFile, c.dir); err != nil {
 		t.remove(ctx)
 		return nil, err
 	}
-	t.m.StartDetached(head)
-	t.a = t.m.Plan(atom, n)
-	t.a.Branch += "-" + filepath.Base(dir)
-	if err := c.withTreeLock(ctx, func() error { return t.m.Create(ctx, t.a) }); err != nil {
+	t.m = t.m.Detached(head)
+	slot, reused, err := a.takeSlot(c, sc)
+	if err != nil {
+		t.remove(ctx)
+		return nil, err
+	}
+	// Plan's names, in the slot: the project's folder the same way down.
+	wa := t.m.Plan(atom, n)
+	rel, err := filepath.Rel(wa.Path, wa.Dir)
+	if err != nil {
+		t.remove(ctx)
+		return nil, err
+	}
+	wa.Branch += "-" + filepath.Base(sc.dir)
+	wa.Path = filepath.Join(slot, "wt")
+	wa.Dir = filepath.Join(wa.Path, rel)
+	t.a, t.slot = wa, slot
+	if reused {
+		if err = t.m.Reuse(ctx, wa); err != nil {
+			// Not reusable (a git process of the last attempt was cut
+			// short): a new worktree in its place.
+			err = c.withTreeLock(ctx, func() error {
+				c.removeTree(ctx, wa.Path)
+				return t.m.CreateAt(ctx, wa)
+			})
+		}
+	} else {
+		err = c.withTreeLock(ctx, func() error { return t.m.CreateAt(ctx, wa) })
+	}
+	if err != nil {
 		t.remove(ctx)
 		return nil, err
 	}
 	return t, nil
 }
 
-// remove deletes the worktree, its branch and its folder; it goes on after
-// ctx has ended.
+// managers are the workspace managers a worker opened, one per project
+// folder, loop and state file: an attempt takes a copy (Detached).
+var managers sync.Map // managerKey -> *workspace.Manager
+
+type managerKey struct{ dir, loop, stateFile string }
+
+// managerOf is the manager of loop in the project folder in of the clone
+// at root, opened on first use.
+func (a *Activities) managerOf(ctx context.Context, in, loop, stateFile, root string) (*workspace.Manager, error) {
+	k := managerKey{in, loop, stateFile}
+	if m, ok := managers.Load(k); ok {
+		return m.(*workspace.Manager), nil
+	}
+	// The attempts' worktrees are in the pool, never in o.Dir.
+	o := workspace.Options{LoopID: loop, Dir: filepath.Join(a.Cache, "trees")}
+	if stateFile != "" && !filepath.IsAbs(stateFile) {
+		o.StateFile = filepath.Join(root, filepath.FromSlash(stateFile))
+	}
+	m, err := workspace.Open(ctx, in, o)
+	if err != nil {
+		return nil, err
+	}
+	managers.Store(k, m)
+	return m, nil
+}
+
+// removeTree removes the worktree at p from c, whatever is left of it.
+func (c *clone) removeTree(ctx context.Context, p string) {
+	if _, err := workspace.Git(ctx, c.dir, "worktree", "remove", "--force", "--force", p); err != nil {
+		os.RemoveAll(p)
+		workspace.Git(ctx, c.dir, "worktree", "remove", "--force", "--force", p)
+	}
+}
+
+// remove releases the worktree for the next attempt (or, when that fails,
+// removes it with its branch) and deletes the attempt's folder; it goes on
+// after ctx has ended.
 func (t *attemptTree) remove(ctx context.Context) {
-	if t.m != nil && t.a.Path != "" {
+	if t.slot != "" {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		_ = t.c.withTreeLock(ctx, func() error { return t.m.Remove(ctx, t.a) })
+		if t.m.Release(ctx, t.a) == nil {
+			os.WriteFile(t.slot+".free", nil, 0o644)
+		} else {
+			_ = t.c.withTreeLock(ctx, func() error {
+				c := t.c
+				c.removeTree(ctx, t.a.Path)
+				workspace.Git(ctx, c.dir, "update-ref", "-d", "refs/heads/"+t.a.Branch)
+				return os.RemoveAll(t.slot)
+			})
+		}
 		cancel()
 	}
 	t.sc.remove()
 }
 
 // sweepTrees removes from c the worktrees (and their branches) that
-// attempts of dead workers made in it: those whose folder in the cache is
-// gone.
+// attempts of dead workers made in it: those whose folder in the cache
+// (work/ or trees/) is gone.
 func (a *Activities) sweepTrees(ctx context.Context, c *clone) {
 	out, err := workspace.Git(ctx, c.dir, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return
 	}
-	work := filepath.Join(a.Cache, "work")
-	if real, err := filepath.EvalSymlinks(work); err == nil {
-		work = real
+	var ours []string
+	for _, d := range []string{filepath.Join(a.Cache, "work"), filepath.Join(a.Cache, "trees")} {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		ours = append(ours, d+string(filepath.Separator))
 	}
-	work += string(filepath.Separator)
-	var path string
+	var path, branch string
+	gone := func() {
+		defer func() { path, branch = "", "" }()
+		if path == "" || !slices.ContainsFunc(ours, func(d string) bool { return strings.HasPrefix(path, d) }) {
+			return
+		}
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		_ = c.withTreeLock(ctx, func() error {
+			_, err := workspace.Git(ctx, c.dir, "worktree", "remove", "--force", "--force", path)
+			if err == nil && branch != "" {
+				_, err = workspace.Git(ctx, c.dir, "update-ref", "-d", branch)
+			}
+			return err
+		})
+	}
 	for _, field := range strings.Split(string(out), "\x00") {
 		switch {
 		case strings.HasPrefix(field, "worktree "):
 			path = strings.TrimPrefix(field, "worktree ")
+		case strings.HasPrefix(field, "branch "):
+			branch = strings.TrimPrefix(field, "branch ")
 		case field == "":
-			path = ""
-		case strings.HasPrefix(field, "branch ") && path != "":
-			if !strings.HasPrefix(path, work) {
-				continue
-			}
-			if _, err := os.Stat(path); err == nil {
-				continue
-			}
-			_ = c.withTreeLock(ctx, func() error {
-				_, err := workspace.Git(ctx, c.dir, "worktree", "remove", "--force", "--force", path)
-				if err == nil {
-					_, err = workspace.Git(ctx, c.dir, "update-ref", "-d", strings.TrimPrefix(field, "branch "))
-				}
-				return err
-			})
+			gone()
 		}
 	}
+	gone()
 }

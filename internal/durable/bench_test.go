@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/aot-loop/aot/internal/agent"
@@ -68,8 +69,9 @@ func localLoop(b *testing.B, n, parallel int) time.Duration {
 }
 
 // benchWorkers starts in-process workers polling queue until the
-// benchmark ends.
-func benchWorkers(b *testing.B, addr, queue string, workers int) {
+// benchmark ends, each with a cache folder of its own or (shared) all with
+// one, as two aot worker processes of one user on one machine have.
+func benchWorkers(b *testing.B, addr, queue string, workers int, shared bool) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var clients []client.Client
@@ -83,14 +85,18 @@ func benchWorkers(b *testing.B, addr, queue string, workers int) {
 			c.Close()
 		}
 	})
+	cache := b.TempDir()
 	for w := range workers {
+		if !shared {
+			cache = b.TempDir()
+		}
 		c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
 		if err != nil {
 			b.Fatal(err)
 		}
 		clients = append(clients, c)
 		go func() {
-			done <- RunWorker(ctx, WorkerOptions{Client: c, TaskQueue: queue, CacheDir: b.TempDir(), Identity: fmt.Sprint("w", w),
+			done <- RunWorker(ctx, WorkerOptions{Client: c, TaskQueue: queue, CacheDir: cache, Identity: fmt.Sprint("w", w),
 				NewAgent: func(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error) {
 					return backend.New(backend.Config{Spec: backend.Spec{Agent: "exec", Command: ch.Command}}, backend.Env{})
 				}, Grace: time.Second})
@@ -118,7 +124,11 @@ func temporalLoop(b *testing.B, c client.Client, queue string, n, parallel int) 
 	if err := run.Get(context.Background(), &out); err != nil || out.Reason != string(engine.Completed) {
 		b.Fatalf("%+v %v", out, err)
 	}
-	return time.Since(start)
+	took := time.Since(start)
+	if n >= 100 {
+		b.Log(historyTimes(b, c, id))
+	}
+	return took
 }
 
 func perAtom(d time.Duration, n int) float64 { return float64(d.Milliseconds()) / float64(n) }
@@ -137,7 +147,7 @@ func BenchmarkLoopTemporal(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			addr := devServer(b)
 			queue := fmt.Sprintf("bench-%d-%d", workers, time.Now().UnixNano())
-			benchWorkers(b, addr, queue, workers)
+			benchWorkers(b, addr, queue, workers, false)
 			c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
 			if err != nil {
 				b.Fatal(err)
@@ -156,12 +166,21 @@ func BenchmarkLoopTemporal(b *testing.B) {
 // BenchmarkLoopAgainstLocal is issue #23's throughput target: 200
 // independent atoms, 4 agents at once, on two workers against the local
 // engine, each round both loops one after the other in the same process.
-// ratio is the Temporal loop's time over the local one's.
+// ratio is the Temporal loop's time over the local one's. The workers have
+// a cache folder each (as on two machines: cache=own), or share one (as
+// two aot worker processes of one user on one machine, whose default
+// cache folder is the same: cache=shared).
 func BenchmarkLoopAgainstLocal(b *testing.B) {
-	const atoms, parallel = 200, 4
 	addr := devServer(b)
+	for _, cache := range []string{"own", "shared"} {
+		b.Run("cache="+cache, func(b *testing.B) { loopAgainstLocal(b, addr, cache == "shared") })
+	}
+}
+
+func loopAgainstLocal(b *testing.B, addr string, shared bool) {
+	const atoms, parallel = 200, 4
 	queue := fmt.Sprintf("bench-vs-%d", time.Now().UnixNano())
-	benchWorkers(b, addr, queue, 2)
+	benchWorkers(b, addr, queue, 2, shared)
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(), DataConverter: DataConverter()})
 	if err != nil {
 		b.Fatal(err)
@@ -180,4 +199,83 @@ func BenchmarkLoopAgainstLocal(b *testing.B) {
 	b.ReportMetric(perAtom(local/time.Duration(rounds), atoms), "local-ms/atom")
 	b.ReportMetric(perAtom(durable/time.Duration(rounds), atoms), "temporal-ms/atom")
 	b.ReportMetric(durable.Seconds()/local.Seconds(), "ratio")
+}
+
+// historyTimes summarizes where a loop's time went, from its workflow's
+// history: the attempt activities (waiting for a worker, running), the
+// merges, the workflow tasks, and the gap from an attempt's end to the
+// next attempt's scheduling.
+func historyTimes(b *testing.B, c client.Client, id string) string {
+	b.Helper()
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	type span struct{ sched, start, end time.Time }
+	acts, kinds := map[int64]*span{}, map[int64]string{}
+	var wft []*span
+	var cur *span
+	var waits, runs, merges, reacts []time.Duration
+	var ended time.Time // the last attempt's end not yet followed by a scheduling
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		at := ev.GetEventTime().AsTime()
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+			cur = &span{sched: at}
+			wft = append(wft, cur)
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			if cur != nil {
+				cur.start = at
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			if cur != nil {
+				cur.end = at
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			a := ev.GetActivityTaskScheduledEventAttributes()
+			acts[ev.GetEventId()], kinds[ev.GetEventId()] = &span{sched: at}, a.GetActivityType().GetName()
+			if a.GetActivityType().GetName() == AttemptActivity && !ended.IsZero() {
+				reacts, ended = append(reacts, at.Sub(ended)), time.Time{}
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			if s := acts[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; s != nil {
+				s.start = at
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			id := ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
+			s := acts[id]
+			if s == nil {
+				continue
+			}
+			switch kinds[id] {
+			case AttemptActivity:
+				waits, runs = append(waits, s.start.Sub(s.sched)), append(runs, at.Sub(s.start))
+				if ended.IsZero() {
+					ended = at
+				}
+			case MergeBatchActivity:
+				merges = append(merges, at.Sub(s.start))
+			}
+		}
+	}
+	var wWait, wRun []time.Duration
+	for _, s := range wft {
+		if !s.start.IsZero() && !s.end.IsZero() {
+			wWait, wRun = append(wWait, s.start.Sub(s.sched)), append(wRun, s.end.Sub(s.start))
+		}
+	}
+	return fmt.Sprintf("attempts %d: wait %s, run %s; next attempt scheduled %s after an attempt's end; merges %d, run %s; workflow tasks %d: wait %s, run %s",
+		len(runs), mean(waits), mean(runs), mean(reacts), len(merges), mean(merges), len(wRun), mean(wWait), mean(wRun))
+}
+
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return (sum / time.Duration(len(ds))).Round(time.Millisecond)
 }

@@ -22,12 +22,14 @@ import (
 //	                     fetched before each activity: the objects every
 //	                     activity's repository shares
 //	repos/<slug>.lock    held while the clone is fetched
-//	work/wt-*/           one folder per running activity: a worker
-//	                     attempt's worktree of the clone itself (its branch
-//	                     named after the folder), or for the others a
-//	                     repository (git clone --shared of the clone:
-//	                     nothing copied) and the worktrees a
-//	                     workspace.Manager makes in it
+//	work/wt-*/           one folder per running activity: for a worker
+//	                     attempt, the note of the worktree it holds in
+//	                     trees/; for the others a repository (git clone
+//	                     --shared of the clone: nothing copied) and the
+//	                     worktrees a workspace.Manager makes in it
+//	trees/<slug>/t-*/    the worktrees of the clone that worker attempts
+//	                     take one after another (attempt_tree.go);
+//	                     t-*.free marks one no attempt holds
 //	repos/<slug>.worktrees.lock  held while a worktree is added or removed
 //	work/wt-*.lock       held while the activity runs: a folder whose lock
 //	                     nobody holds was left by a worker that died
@@ -242,6 +244,9 @@ func (a *Activities) sweep(ctx context.Context) (removed int) {
 			continue // a running activity's
 		}
 		killLeftTrees(dir) // orphans.go
+		if slot, err := os.ReadFile(filepath.Join(dir, slotNote)); err == nil && len(slot) > 0 {
+			os.RemoveAll(string(slot)) // its worktree, half used (attempt_tree.go)
+		}
 		os.RemoveAll(dir)
 		l.Unlock()
 		os.Remove(dir + ".lock")

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -45,31 +44,32 @@ type Merge struct {
 // current commit, so it holds every merged change, and removes the engine's
 // files from it.
 func (m *Manager) Create(ctx context.Context, a Attempt) error {
-	m.mu.Lock()
-	started, head := m.started, m.head
-	m.mu.Unlock()
-	if !started {
-		return errors.New("workspace: Create before Start")
-	}
 	if !m.owns(a) {
 		return fmt.Errorf("workspace: %s is not a worktree of loop %s", a.Path, m.loop)
 	}
-	if err := os.MkdirAll(m.loopDir, 0o700); err != nil {
+	return m.create(ctx, a)
+}
+
+// create adds a's worktree and branch at the integration branch's commit.
+func (m *Manager) create(ctx context.Context, a Attempt) error {
+	head, err := m.startedAt("Create")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(a.Path), 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	// -B: a branch of the same name can only be a leftover of a crashed run.
 	// One add at a time: two git processes creating branches and worktrees
 	// in one repository at once can fail on each other's locks.
 	m.addMu.Lock()
-	_, err := m.git(ctx, m.runDir(), "worktree", "add", "-q", "--lock", "--reason", m.inUse(), "-B", a.Branch, a.Path, head)
+	_, err = m.git(ctx, m.runDir(), "worktree", "add", "-q", "--lock", "--reason", m.inUse(), "-B", a.Branch, a.Path, head)
 	m.addMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("workspace: create %s: %w", a.Branch, err)
 	}
 	m.protect.removeFrom(a.Path)
-	m.mu.Lock()
-	m.bases[a.Branch] = head
-	m.mu.Unlock()
+	m.setBase(a.Branch, head)
 	killPoint("create")
 	return nil
 }
@@ -317,9 +317,7 @@ func (m *Manager) Remove(ctx context.Context, a Attempt) error {
 	if e := <-refErr; e != nil && err == nil {
 		err = e
 	}
-	m.mu.Lock()
-	delete(m.bases, a.Branch)
-	m.mu.Unlock()
+	m.setBase(a.Branch, "")
 	if err != nil {
 		return fmt.Errorf("workspace: remove %s: %w", a.Branch, err)
 	}
@@ -344,9 +342,7 @@ func (m *Manager) Abandon(ctx context.Context, a Attempt) (kept bool, err error)
 	if _, err := m.git(ctx, m.runDir(), "worktree", "lock", "--reason", reason, a.Path); err != nil {
 		return false, fmt.Errorf("workspace: keep %s: %w", a.Branch, err)
 	}
-	m.mu.Lock()
-	delete(m.bases, a.Branch)
-	m.mu.Unlock()
+	m.setBase(a.Branch, "")
 	return true, nil
 }
 

@@ -24,9 +24,7 @@ func (m *Manager) Take(ctx context.Context, a Attempt, base, commit string) erro
 		return fmt.Errorf("workspace: take %s: %w", a.Branch, err)
 	}
 	m.protect.removeFrom(a.Path)
-	m.mu.Lock()
-	m.bases[a.Branch] = base
-	m.mu.Unlock()
+	m.setBase(a.Branch, base)
 	return nil
 }
 
