@@ -13,11 +13,11 @@
 # first half resolved with bindings), then runs each command RUNS times on a
 # fresh copy of that file and prints a Markdown table: median and fastest
 # wall time, the median as a multiple of the read-the-file floor and (at
-# 1,000 atoms and below) of `aot version`, each run paired with a run of
+# 1,000 atoms and below) of `aot --version`, each run paired with a run of
 # those, and the peak RSS of one more run
 # (GNU time, when installed), also as a multiple of the file size. Targets
-# (docs/PERFORMANCE.md): `aot version` within 2x of a hello-world; a call at
-# 1,000 atoms within 2x of `aot version`; `aot state --json` at 100,000 atoms
+# (docs/PERFORMANCE.md): `aot --version` within 2x of a hello-world; a call at
+# 1,000 atoms within 2x of `aot --version`; `aot state --json` at 100,000 atoms
 # within 15x of the read floor and under 100 MiB; bin/aot under 30 MB.
 set -euo pipefail
 
@@ -68,7 +68,7 @@ run_case() {
 		time_us "$floorbin" "$file"
 		floors+=("$took")
 		if [ "$n" -le 1000 ]; then
-			time_us "$aot" version
+			time_us "$aot" --version
 			versions+=("$took")
 		fi
 		local t0=${EPOCHREALTIME/[.,]/}
@@ -104,13 +104,13 @@ run_case() {
 size_of() { awk -v s="$(stat -c %s "$1")" 'BEGIN {if (s < 1048576) printf "%.1f KB", s / 1024; else printf "%.1f MB", s / 1048576}'; }
 
 # The start floors, interleaved run by run: a Go hello-world and aot's own
-# start. aot has no --version flag (cobra would print a usage error); its
-# version command is the cheapest whole command there is.
+# start, `aot --version` (what `aot version` prints), the cheapest whole
+# command there is.
 hello=() version=()
 for ((r = 0; r < 3 * RUNS; r++)); do
 	time_us "$floorbin"
 	hello+=("$took")
-	time_us "$aot" version
+	time_us "$aot" --version
 	version+=("$took")
 done
 hello_us=$(printf '%s\n' "${hello[@]}" | median)
@@ -119,9 +119,9 @@ version_us=$(printf '%s\n' "${version[@]}" | median)
 echo "aot CLI, $(nproc) cores, $(go version | cut -d' ' -f3), median of $RUNS runs; uptime: $(uptime | sed 's/.*load average/load average/')"
 echo
 echo "bin/aot: $(awk -v s="$(stat -c %s "$aot")" 'BEGIN {printf "%.1f MB", s / 1048576}')"
-echo "start, median of $((3 * RUNS)) interleaved runs: Go hello-world $(ms "$hello_us") ms; \`aot version\` $(ms "$version_us") ms ($(ratio "$version_us" "$hello_us") the hello-world)"
+echo "start, median of $((3 * RUNS)) interleaved runs: Go hello-world $(ms "$hello_us") ms; \`aot --version\` $(ms "$version_us") ms ($(ratio "$version_us" "$hello_us") the hello-world)"
 echo
-echo "| atoms | file | command | median ms | min ms | vs read floor (floor median) | vs aot version | peak RSS MB | RSS / file |"
+echo "| atoms | file | command | median ms | min ms | vs read floor (floor median) | vs aot --version | peak RSS MB | RSS / file |"
 echo "|---:|---:|---|---:|---:|---:|---:|---:|---:|"
 for n in $SIZES; do
 	"$work/gen" -atoms "$n" -o "$work/state-$n.md"
