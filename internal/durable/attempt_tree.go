@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -246,49 +245,4 @@ func (t *attemptTree) remove(ctx context.Context) {
 		cancel()
 	}
 	t.sc.remove()
-}
-
-// sweepTrees removes from c the worktrees (and their branches) that
-// attempts of dead workers made in it: those whose folder in the cache
-// (work/ or trees/) is gone.
-func (a *Activities) sweepTrees(ctx context.Context, c *clone) {
-	out, err := workspace.Git(ctx, c.dir, "worktree", "list", "--porcelain", "-z")
-	if err != nil {
-		return
-	}
-	var ours []string
-	for _, d := range []string{filepath.Join(a.Cache, "work"), filepath.Join(a.Cache, "trees")} {
-		if real, err := filepath.EvalSymlinks(d); err == nil {
-			d = real
-		}
-		ours = append(ours, d+string(filepath.Separator))
-	}
-	var path, branch string
-	gone := func() {
-		defer func() { path, branch = "", "" }()
-		if path == "" || !slices.ContainsFunc(ours, func(d string) bool { return strings.HasPrefix(path, d) }) {
-			return
-		}
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		_ = c.withTreeLock(ctx, func() error {
-			_, err := workspace.Git(ctx, c.dir, "worktree", "remove", "--force", "--force", path)
-			if err == nil && branch != "" {
-				_, err = workspace.Git(ctx, c.dir, "update-ref", "-d", branch)
-			}
-			return err
-		})
-	}
-	for _, field := range strings.Split(string(out), "\x00") {
-		switch {
-		case strings.HasPrefix(field, "worktree "):
-			path = strings.TrimPrefix(field, "worktree ")
-		case strings.HasPrefix(field, "branch "):
-			branch = strings.TrimPrefix(field, "branch ")
-		case field == "":
-			gone()
-		}
-	}
-	gone()
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -276,4 +277,49 @@ func short(commit string) string {
 		return commit[:12]
 	}
 	return commit
+}
+
+// sweepTrees removes from c the worktrees (and their branches) that
+// attempts of dead workers made in it: those whose folder in the cache
+// (work/ or trees/) is gone.
+func (a *Activities) sweepTrees(ctx context.Context, c *clone) {
+	out, err := workspace.Git(ctx, c.dir, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return
+	}
+	var ours []string
+	for _, d := range []string{filepath.Join(a.Cache, "work"), filepath.Join(a.Cache, "trees")} {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		ours = append(ours, d+string(filepath.Separator))
+	}
+	var path, branch string
+	gone := func() {
+		defer func() { path, branch = "", "" }()
+		if path == "" || !slices.ContainsFunc(ours, func(d string) bool { return strings.HasPrefix(path, d) }) {
+			return
+		}
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		_ = c.withTreeLock(ctx, func() error {
+			_, err := workspace.Git(ctx, c.dir, "worktree", "remove", "--force", "--force", path)
+			if err == nil && branch != "" {
+				_, err = workspace.Git(ctx, c.dir, "update-ref", "-d", branch)
+			}
+			return err
+		})
+	}
+	for _, field := range strings.Split(string(out), "\x00") {
+		switch {
+		case strings.HasPrefix(field, "worktree "):
+			path = strings.TrimPrefix(field, "worktree ")
+		case strings.HasPrefix(field, "branch "):
+			branch = strings.TrimPrefix(field, "branch ")
+		case field == "":
+			gone()
+		}
+	}
+	gone()
 }
