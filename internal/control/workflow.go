@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aot-loop/aot/internal/engine"
-	"github.com/aot-loop/aot/internal/state"
 )
 
 // Workflows reaches the workflow of a loop that runs on Temporal, named by
@@ -171,10 +170,7 @@ func (w *workflowLoop) Stop(ctx context.Context, reason string) (StopResult, err
 	if err != nil {
 		return res, err
 	}
-	res.Status = st.Control.Status
-	if st.Control.StopReason != nil {
-		res.Reason = *st.Control.StopReason
-	}
+	res.StopResult = engine.StopResultOf(st, 0)
 	return res, nil
 }
 
@@ -200,17 +196,8 @@ func (w *workflowLoop) Redirect(ctx context.Context, c engine.Change) (engine.Re
 	if err != nil {
 		return res, nil
 	}
-	res.Corrections = corrections(before, after)
+	res.Corrections = engine.AddedCorrections(before, after)
 	return res, nil
-}
-
-// corrections are the types of the corrections after has and before had not.
-func corrections(before, after *state.State) []string {
-	out := []string{}
-	for _, c := range after.Corrections[min(len(before.Corrections), len(after.Corrections)):] {
-		out = append(out, c.Type)
-	}
-	return out
 }
 
 // Status is what For's question answered: an error says why the workflow

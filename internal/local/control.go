@@ -69,11 +69,7 @@ func Stop(ctx context.Context, stateFile, reason string) (engine.StopResult, err
 	if err != nil {
 		return res, err
 	}
-	res.Status = s.Control.Status
-	if s.Control.StopReason != nil {
-		res.Reason = *s.Control.StopReason
-	}
-	return res, nil
+	return engine.StopResultOf(s, pid), nil
 }
 
 // Redirect applies a person's change: through the running engine (which
@@ -112,9 +108,7 @@ func Redirect(ctx context.Context, stateFile string, c engine.Change, now time.T
 	if err != nil {
 		return res, err
 	}
-	for _, c := range after.Corrections[min(len(before.Corrections), len(after.Corrections)):] {
-		res.Corrections = append(res.Corrections, c.Type)
-	}
+	res.Corrections = engine.AddedCorrections(before, after)
 	return res, nil
 }
 
