@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -259,14 +260,7 @@ func (l *loop) timer(ctx workflow.Context) workflow.Future {
 }
 
 // ids lists the attempts in flight in the order they started.
-func (l *loop) ids() []int {
-	out := make([]int, 0, len(l.tasks))
-	for id := range l.tasks {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
+func (l *loop) ids() []int { return slices.Sorted(maps.Keys(l.tasks)) }
 
 // The Core's host.
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"container/heap"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -233,14 +234,7 @@ func (e *engine) killAll(why string) {
 }
 
 // taskIDs lists the tasks in flight in the order they started.
-func (e *engine) taskIDs() []int {
-	ids := make([]int, 0, len(e.tasks))
-	for id := range e.tasks {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
+func (e *engine) taskIDs() []int { return slices.Sorted(maps.Keys(e.tasks)) }
 
 // mayStart reports whether a worker on a may start beside the workers
 // running now: never when their declared scopes overlap; without isolation,
