@@ -100,8 +100,11 @@ func nonRetryable(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), "aot.NonRetryable", err)
 }
 
-// heartbeat records a heartbeat now and every a.Heartbeat until the
-// returned func is called or ctx ends. Outside an activity (direct calls in
+// heartbeat records a heartbeat every a.Heartbeat until the returned func
+// is called or ctx ends. The first goes after one interval, not at once:
+// most merges and many attempts are over before it (each heartbeat is a
+// write on the Temporal service), and until then the activity's id says
+// what it does. Outside an activity (direct calls in
 // tests) it does nothing. The context it returns ends with ctx, or when
 // this worker must give the activity up (fence.go): the activity runs
 // under it.
@@ -118,10 +121,7 @@ func (a *Activities) heartbeat(ctx context.Context, what string) (context.Contex
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		// The first heartbeat, which says what the activity does, is a
-		// round trip to Temporal: it goes while the activity works.
-		activity.RecordHeartbeat(ctx, what)
-		sdkBeat := time.Now()
+		var sdkBeat time.Time
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {

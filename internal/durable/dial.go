@@ -73,7 +73,7 @@ func DataConverter() converter.DataConverter {
 
 // Codec is the payload codec of DataConverter: what aot codec-server
 // offers Temporal's UI and CLI, so that they show payloads as JSON.
-func Codec() converter.PayloadCodec { return converter.NewZlibCodec(converter.ZlibCodecOptions{}) }
+func Codec() converter.PayloadCodec { return codec{} }
 
 // LogLevels are the words --log-level and AOT_LOG_LEVEL take.
 var LogLevels = []string{"debug", "info", "warn", "error"}

@@ -15,6 +15,7 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/aot-loop/aot/internal/agent"
 	"github.com/aot-loop/aot/internal/dag"
 	"github.com/aot-loop/aot/internal/journal"
 	"github.com/aot-loop/aot/internal/state"
@@ -35,6 +36,12 @@ func retriesPath(stateFile string) string {
 // heartbeatWhat reads what an attempt activity says in its heartbeats
 // (Attempt's: "atom A attempt 2 (worker)").
 var heartbeatWhat = regexp.MustCompile(`^atom (.+) attempt (\d+) \(([a-z_]+)\)$`)
+
+// attemptID reads an attempt activity's id (activity_ids.go:
+// attempt/<atom>/<n> for a worker, <role>/<atom>/<n> for a probe, a
+// ".k" after when the run gave the name before): what a retry names when
+// the try before it ended ahead of its first heartbeat.
+var attemptID = regexp.MustCompile(`^([a-z_]+)/(.+)/(\d+)(?:\.\d+)?$`)
 
 // JournalRetries appends to stateFile's journal an attempt_retry event
 // for each retry of the workflow's activities under way that it does not
@@ -128,6 +135,12 @@ func retryEvent(p *workflowpb.PendingActivityInfo) journal.Event {
 		} else {
 			d.Doing = what
 		}
+	} else if m := attemptID.FindStringSubmatch(p.GetActivityId()); m != nil && p.GetActivityType().GetName() == AttemptActivity {
+		ev.Atom, ev.Role = m[2], m[1]
+		if ev.Role == "attempt" {
+			ev.Role = string(agent.Worker)
+		}
+		ev.Attempt, _ = strconv.Atoi(m[3])
 	}
 	return ev.With(d)
 }

@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"fmt"
 	"testing"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -28,6 +29,15 @@ func TestRetryEventNamesTheAttemptTheWorkerAndTheFailure(t *testing.T) {
 	if ev.Type != journal.AttemptRetry || ev.Atom != "A/1" || ev.Role != "worker" || ev.Attempt != 2 || ev.Reason != "heartbeat timeout" ||
 		ev.Data["worker"] != "123@box" || ev.Data["try"] != int32(2) || ev.Data["activity_id"] != "7" {
 		t.Errorf("the event of a heartbeat timeout: %+v", ev)
+	}
+	// A try that ended before its first heartbeat: the activity's id names
+	// the atom, the role and the attempt.
+	for id, want := range map[string][3]string{"attempt/A/1/2": {"A/1", "worker", "2"}, "probe/B/3.2": {"B", "probe", "3"}} {
+		p := &workflowpb.PendingActivityInfo{ActivityId: id, ActivityType: &commonpb.ActivityType{Name: AttemptActivity}, Attempt: 2,
+			State: enumspb.PENDING_ACTIVITY_STATE_SCHEDULED, LastWorkerIdentity: "123@box"}
+		if ev := retryEvent(p); ev.Atom != want[0] || ev.Role != want[1] || fmt.Sprint(ev.Attempt) != want[2] {
+			t.Errorf("the retry of %s without heartbeats: atom %q role %q attempt %d", id, ev.Atom, ev.Role, ev.Attempt)
+		}
 	}
 	// Once the retry runs, the worker Temporal names is the retry's; a
 	// merge says what it was doing.

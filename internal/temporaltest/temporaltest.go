@@ -21,6 +21,13 @@ import (
 	"go.temporal.io/sdk/log"
 )
 
+// EagerActivities is the dev server's setting that docs/TEMPORAL.md
+// recommends and the tests' servers run with (Temporal servers from 1.32
+// on have it by default): a worker that schedules an activity may start it
+// at once, without a round trip through the task queue. The tests that
+// start a server of their own (fence_test.go) run without it.
+const EagerActivities = "system.enableActivityEagerExecution=true"
+
 // CLI finds the temporal binary: $AOT_TEMPORAL_CLI, then
 // $AOT_TEMPORAL_CLI_DIR/temporal, then ~/.cache/aot/temporal/temporal
 // (where scripts/temporal-cli.sh installs it), then $PATH; "" when none.
@@ -79,7 +86,7 @@ func DevServer(t testing.TB) string {
 	}
 	defer logFile.Close()
 	cmd := exec.Command(bin, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "warn")
+		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "warn", "--dynamic-config-value", EagerActivities)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
