@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,7 +123,8 @@ func temporalLoop(b *testing.B, c client.Client, queue string, n, parallel int) 
 	}
 	var out Outcome
 	if err := run.Get(context.Background(), &out); err != nil || out.Reason != string(engine.Completed) {
-		b.Fatalf("%+v %v", out, err)
+		files := strings.Fields(gitT(b, repo, "ls-tree", "--name-only", in.Base))
+		b.Fatalf("%+v %v\nthe integration branch holds %d files, at:\n%s", out, err, len(files), gitT(b, repo, "log", "-5", "--format=%H %s", in.Base))
 	}
 	took := time.Since(start)
 	if n >= 100 {
@@ -214,12 +216,14 @@ func historyTimes(b *testing.B, c client.Client, id string) string {
 	var cur *span
 	var waits, runs, merges, reacts []time.Duration
 	var ended time.Time // the last attempt's end not yet followed by a scheduling
+	events := 0
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
 			b.Fatal(err)
 		}
 		at := ev.GetEventTime().AsTime()
+		events++
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
 			cur = &span{sched: at}
@@ -265,8 +269,8 @@ func historyTimes(b *testing.B, c client.Client, id string) string {
 			wWait, wRun = append(wWait, s.start.Sub(s.sched)), append(wRun, s.end.Sub(s.start))
 		}
 	}
-	return fmt.Sprintf("attempts %d: wait %s, run %s; next attempt scheduled %s after an attempt's end; merges %d, run %s; workflow tasks %d: wait %s, run %s",
-		len(runs), mean(waits), mean(runs), mean(reacts), len(merges), mean(merges), len(wRun), mean(wWait), mean(wRun))
+	return fmt.Sprintf("attempts %d: wait %s, run %s; next attempt scheduled %s after an attempt's end; merges %d, run %s; workflow tasks %d: wait %s, run %s; %d events",
+		len(runs), mean(waits), mean(runs), mean(reacts), len(merges), mean(merges), len(wRun), mean(wWait), mean(wRun), events)
 }
 
 func mean(ds []time.Duration) time.Duration {

@@ -110,6 +110,7 @@ func (a *Activities) openClone(ctx context.Context, url string) (*clone, error) 
 				return fmt.Errorf("clone %s: %w", url, err)
 			}
 			os.RemoveAll(c.dir)
+			c.forget()
 			if err := os.Rename(tmp, c.dir); err != nil {
 				return err
 			}

@@ -136,6 +136,7 @@ func (c *clone) mergeBatch(ctx context.Context, in MergeBatchInput, tip string, 
 		}
 		return MergeBatchResult{}, false, nil
 	}
+	c.wrote(b.head)
 	return res, true, nil
 }
 

@@ -3,6 +3,9 @@ package durable
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,5 +136,51 @@ func TestConcurrentMergeBatchesBothLand(t *testing.T) {
 		if branchOf(t, repo, b.Branch) != "" {
 			t.Errorf("branch %s is still on the remote", b.Branch)
 		}
+	}
+}
+
+// The next attempt starts on the head its worker's last merge wrote into
+// the clone; when that clone was made again meanwhile (here: an older copy
+// put back in its place, as a worker sharing the cache folder might have
+// cloned anew), the attempt does not take the head for granted: the clone
+// is fetched and the attempt runs.
+func TestAnAttemptStartsOnTheHeadItsWorkersMergeWroteEvenInACloneMadeAgain(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a := newActivities(t)
+	ctx := context.Background()
+	merge := func(atom string, base string) string {
+		t.Helper()
+		res, err := a.MergeBatch(ctx, MergeBatchInput{Repo: repo, Base: "main", Loop: "loop-1",
+			Atoms: []MergeAtom{{Branch: pushed(t, a, repo, base, atom, "echo "+atom+" > "+atom+".txt"), Atom: atom, Attempt: 1, Message: atom}}})
+		if err != nil || res.Commit == "" || res.Atoms[0].Error != "" {
+			t.Fatalf("merge %s: %+v, %v", atom, res, err)
+		}
+		return res.Commit
+	}
+	head := merge("A", seed)
+	r, err := a.Attempt(ctx, attemptInput(repo, head, "B", `test -f A.txt && echo b > B.txt && echo '{"success": true}'`))
+	if err != nil || r.Commit == "" {
+		t.Fatalf("the attempt on the merged head: %+v, %v", r, err)
+	}
+
+	clones, _ := filepath.Glob(filepath.Join(a.Cache, "repos", "*", ".git"))
+	if len(clones) != 1 {
+		t.Fatalf("clones: %v", clones)
+	}
+	clone := filepath.Dir(clones[0])
+	older := t.TempDir() + "/clone"
+	if out, err := exec.Command("cp", "-a", clone, older).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	head = merge("C", head)
+	if err := os.RemoveAll(clone); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(older, clone); err != nil {
+		t.Fatal(err)
+	}
+	r, err = a.Attempt(ctx, attemptInput(repo, head, "D", `test -f C.txt && echo d > D.txt && echo '{"success": true}'`))
+	if err != nil || r.Commit == "" {
+		t.Fatalf("the attempt on a head the clone made again lacks: %+v, %v", r, err)
 	}
 }

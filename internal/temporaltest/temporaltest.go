@@ -25,7 +25,8 @@ import (
 // recommends and the tests' servers run with (Temporal servers from 1.32
 // on have it by default): a worker that schedules an activity may start it
 // at once, without a round trip through the task queue. The tests that
-// start a server of their own (fence_test.go) run without it.
+// start a server of their own (fence_test.go) run without it, and so does
+// every test under AOT_DEV_SERVER_EAGER=0 (to time a server without it).
 const EagerActivities = "system.enableActivityEagerExecution=true"
 
 // CLI finds the temporal binary: $AOT_TEMPORAL_CLI, then
@@ -86,7 +87,10 @@ func DevServer(t testing.TB) string {
 	}
 	defer logFile.Close()
 	cmd := exec.Command(bin, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "warn", "--dynamic-config-value", EagerActivities)
+		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "warn")
+	if os.Getenv("AOT_DEV_SERVER_EAGER") != "0" {
+		cmd.Args = append(cmd.Args, "--dynamic-config-value", EagerActivities)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
