@@ -3,6 +3,8 @@ package durable
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,12 +99,26 @@ func benchWorkers(b *testing.B, addr, queue string, workers int, shared bool) {
 		}
 		clients = append(clients, c)
 		go func() {
-			done <- RunWorker(ctx, WorkerOptions{Client: c, TaskQueue: queue, CacheDir: cache, Identity: fmt.Sprint("w", w),
+			done <- RunWorker(ctx, WorkerOptions{Client: c, TaskQueue: queue, CacheDir: cache, Identity: fmt.Sprint("w", w), MaxActivities: benchMaxActivities(b),
 				NewAgent: func(ch AgentChoice, role agent.Role, dirs AgentDirs) (agent.Agent, error) {
 					return backend.New(backend.Config{Spec: backend.Spec{Agent: "exec", Command: ch.Command}}, backend.Env{})
 				}, Grace: time.Second})
 		}()
 	}
+}
+
+// benchMaxActivities is each benchmark worker's --max-activities:
+// $AOT_BENCH_MAX_ACTIVITIES, or aot worker's default.
+func benchMaxActivities(b *testing.B) int {
+	v := os.Getenv("AOT_BENCH_MAX_ACTIVITIES")
+	if v == "" {
+		return DefaultMaxActivities
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("AOT_BENCH_MAX_ACTIVITIES=%q: want a count of at least 1", v)
+	}
+	return n
 }
 
 // temporalLoop runs n atoms as a loop workflow on queue, parallel agents
@@ -188,19 +204,32 @@ func loopAgainstLocal(b *testing.B, addr string, shared bool) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	var local, durable time.Duration
+	var local, durable, localCPU, durableCPU time.Duration
 	rounds := 0
 	for b.Loop() {
 		b.StopTimer()
+		s0, c0, v0 := cpuSpent(addr)
 		l := localLoop(b, atoms, parallel)
+		s1, c1, v1 := cpuSpent(addr)
 		d := temporalLoop(b, c, queue, atoms, parallel)
-		b.Logf("round %d: local %s, temporal %s, ratio %.2fx", rounds+1, l.Round(time.Millisecond), d.Round(time.Millisecond), d.Seconds()/l.Seconds())
+		s2, c2, v2 := cpuSpent(addr)
+		// The local loop's CPU leaves the idle server's out; the Temporal
+		// loop's counts the server's.
+		lc, dc := s1-s0+c1-c0, s2-s1+c2-c1+v2-v1
+		b.Logf("round %d: local %s, temporal %s, ratio %.2fx; CPU: local %s (this process %s, git and agents %s), temporal %s (this process %s, git and agents %s, the server %s; idle %s during the local loop)",
+			rounds+1, l.Round(time.Millisecond), d.Round(time.Millisecond), d.Seconds()/l.Seconds(),
+			lc.Round(10*time.Millisecond), (s1 - s0).Round(10*time.Millisecond), (c1 - c0).Round(10*time.Millisecond),
+			dc.Round(10*time.Millisecond), (s2 - s1).Round(10*time.Millisecond), (c2 - c1).Round(10*time.Millisecond), (v2 - v1).Round(10*time.Millisecond), (v1 - v0).Round(10*time.Millisecond))
 		local, durable, rounds = local+l, durable+d, rounds+1
+		localCPU, durableCPU = localCPU+lc, durableCPU+dc
 		b.StartTimer()
 	}
 	b.ReportMetric(perAtom(local/time.Duration(rounds), atoms), "local-ms/atom")
 	b.ReportMetric(perAtom(durable/time.Duration(rounds), atoms), "temporal-ms/atom")
 	b.ReportMetric(durable.Seconds()/local.Seconds(), "ratio")
+	if localCPU > 0 {
+		b.ReportMetric(durableCPU.Seconds()/localCPU.Seconds(), "cpu-ratio")
+	}
 }
 
 // historyTimes summarizes where a loop's time went, from its workflow's

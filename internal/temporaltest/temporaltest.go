@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,6 +61,18 @@ func QuietLogger() log.Logger {
 	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
+// pids are the running dev servers' process ids, by address.
+var pids sync.Map
+
+// PID is the process id of the dev server DevServer started at addr, 0
+// when it started none there (benchmarks read its CPU time).
+func PID(addr string) int {
+	if v, ok := pids.Load(addr); ok {
+		return v.(int)
+	}
+	return 0
+}
+
 // DevServer starts a Temporal dev server on a free port with a database of
 // its own, waits until it answers, and stops it when the test ends. It
 // returns the server's address. Call it before anything changes HOME.
@@ -98,7 +111,9 @@ func DevServer(t testing.TB) string {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	pids.Store(addr, cmd.Process.Pid)
 	t.Cleanup(func() {
+		pids.Delete(addr)
 		cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-exited:
