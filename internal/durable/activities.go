@@ -295,6 +295,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 			return res, fmt.Errorf("push %s: %w", in.Branch, err)
 		}
 	}
+	c.pushedTo(map[string]string{in.Branch: mr.Commit})
 	res.Commit = mr.Commit
 	return res, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -50,7 +49,7 @@ func (a *Activities) cloneHaving(ctx context.Context, url, commit string) (*clon
 		repos := filepath.Join(a.Cache, "repos")
 		name := nameFor(url)
 		c := &clone{url: url, dir: filepath.Join(repos, name), lockPath: filepath.Join(repos, name+".lock")}
-		if fi, err := os.Stat(filepath.Join(c.dir, ".git")); err == nil && (c.made(fi, commit) || c.resolve(ctx, commit) != "") {
+		if _, err := os.Stat(filepath.Join(c.dir, ".git")); err == nil && (c.made(commit) || c.resolve(ctx, commit) != "") {
 			return c, nil
 		}
 	}
@@ -63,56 +62,6 @@ func (a *Activities) cloneHaving(ctx context.Context, url, commit string) (*clon
 	}
 	return c, nil
 }
-
-// heads are the integration branch's heads this process's merges wrote
-// into each clone, the last few: the attempts that follow start from them,
-// and need not ask git whether the clone holds them. They hold for the
-// clone's .git folder they were written in: a clone made again (by this
-// worker, or by another sharing the cache folder) has them asked of git.
-var heads sync.Map // clone folder -> *headSet
-
-type headSet struct {
-	mu      sync.Mutex
-	git     os.FileInfo // the clone's .git folder
-	commits []string
-}
-
-const headsKept = 16
-
-// wrote notes that a merge wrote commit into c.
-func (c *clone) wrote(commit string) {
-	fi, err := os.Stat(filepath.Join(c.dir, ".git"))
-	if err != nil {
-		return
-	}
-	v, _ := heads.LoadOrStore(c.dir, &headSet{})
-	h := v.(*headSet)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.git == nil || !os.SameFile(h.git, fi) {
-		h.git, h.commits = fi, nil
-	}
-	if len(h.commits) == headsKept {
-		h.commits = h.commits[1:]
-	}
-	h.commits = append(h.commits, commit)
-}
-
-// made reports whether a merge of this process wrote commit into c, whose
-// .git folder is git.
-func (c *clone) made(git os.FileInfo, commit string) bool {
-	v, ok := heads.Load(c.dir)
-	if !ok || commit == "" {
-		return false
-	}
-	h := v.(*headSet)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.git != nil && os.SameFile(h.git, git) && slices.Contains(h.commits, commit)
-}
-
-// forget drops what c's merges wrote, for git to be asked again.
-func (c *clone) forget() { heads.Delete(c.dir) }
 
 // workFolder makes an activity's folder in work/, locked (its repo is
 // for the caller to set).

@@ -89,16 +89,23 @@ func (c *clone) withLock(ctx context.Context, fn func() error) error {
 // openClone returns the clone of url in the cache, made on first use, and
 // fetched: every branch of the remote is then under refs/remotes/origin/.
 func (a *Activities) openClone(ctx context.Context, url string) (*clone, error) {
+	c, _, err := a.cloneOf(ctx, url, true)
+	return c, err
+}
+
+// cloneOf returns the clone of url in the cache, made on first use (which
+// fetches everything: fetched is true), and fetched when fetch is set.
+func (a *Activities) cloneOf(ctx context.Context, url string, fetch bool) (c *clone, fetched bool, err error) {
 	if url == "" {
-		return nil, nonRetryable(errors.New("no repository given"))
+		return nil, false, nonRetryable(errors.New("no repository given"))
 	}
 	repos := filepath.Join(a.Cache, "repos")
 	if err := os.MkdirAll(repos, 0o755); err != nil {
-		return nil, fmt.Errorf("cache folder: %w", err)
+		return nil, false, fmt.Errorf("cache folder: %w", err)
 	}
 	name := nameFor(url)
-	c := &clone{url: url, dir: filepath.Join(repos, name), lockPath: filepath.Join(repos, name+".lock")}
-	err := c.withLock(ctx, func() error {
+	c = &clone{url: url, dir: filepath.Join(repos, name), lockPath: filepath.Join(repos, name+".lock")}
+	err = c.withLock(ctx, func() error {
 		if _, err := os.Stat(filepath.Join(c.dir, ".git")); err != nil {
 			// Clone beside, then rename: a clone cut short leaves no clone.
 			tmp, err := os.MkdirTemp(repos, ".clone-*")
@@ -114,13 +121,19 @@ func (a *Activities) openClone(ctx context.Context, url string) (*clone, error) 
 			if err := os.Rename(tmp, c.dir); err != nil {
 				return err
 			}
+			fetched = true
+			return nil
 		}
+		if !fetch {
+			return nil
+		}
+		fetched = true
 		return c.fetchHeld(ctx)
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return c, nil
+	return c, fetched, nil
 }
 
 // fetch brings the clone up to date with its remote again.

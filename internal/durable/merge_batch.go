@@ -30,15 +30,28 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 	if in.Base == "" || len(in.Atoms) == 0 || slices.ContainsFunc(in.Atoms, func(m MergeAtom) bool { return m.Branch == "" }) {
 		return MergeBatchResult{}, nonRetryable(errors.New("merge: no base, no branches, or a branch without a name"))
 	}
-	c, err := a.openClone(ctx, in.Repo)
+	// Branches this worker pushed itself are merged as it pushed them,
+	// without a fetch; the push's leases say whether any has moved since.
+	names := []string{in.Base}
+	for _, m := range in.Atoms {
+		names = append(names, m.Branch)
+	}
+	c, fetched, err := a.cloneOf(ctx, in.Repo, false)
 	if err != nil {
 		return MergeBatchResult{}, err
 	}
-	for try := 1; ; try++ {
-		branches, err := c.fetchedBranches(ctx)
-		if err != nil {
+	branches := c.pushedAll(names)
+	if branches == nil {
+		if !fetched {
+			if err := c.fetch(ctx); err != nil {
+				return MergeBatchResult{}, err
+			}
+		}
+		if branches, err = c.fetchedBranches(ctx); err != nil {
 			return MergeBatchResult{}, err
 		}
+	}
+	for try := 1; ; try++ {
 		tip := branches[in.Base]
 		if tip == "" {
 			return MergeBatchResult{}, nonRetryable(fmt.Errorf("%s has no branch %s", in.Repo, in.Base))
@@ -70,6 +83,7 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 		if try == pushTries {
 			return MergeBatchResult{}, fmt.Errorf("push %s: the branches moved under %d merges in a row", in.Base, pushTries)
 		}
+		branches = now
 	}
 }
 
@@ -137,6 +151,11 @@ func (c *clone) mergeBatch(ctx context.Context, in MergeBatchInput, tip string, 
 		return MergeBatchResult{}, false, nil
 	}
 	c.wrote(b.head)
+	now := map[string]string{}
+	for _, u := range updates {
+		now[strings.TrimPrefix(u.Ref, "refs/heads/")] = u.Commit
+	}
+	c.pushedTo(now)
 	return res, true, nil
 }
 

@@ -184,3 +184,55 @@ func TestAnAttemptStartsOnTheHeadItsWorkersMergeWroteEvenInACloneMadeAgain(t *te
 		t.Fatalf("the attempt on a head the clone made again lacks: %+v, %v", r, err)
 	}
 }
+
+// A batch of branches this worker pushed itself, onto the head its own
+// last merge pushed, merges without fetching (here the clone cannot fetch
+// at all); when another worker's retry replaced one of those branches
+// meanwhile, the push's lease refuses the batch, and it is merged again on
+// what the remote holds: the retry's work lands, not the replaced one.
+func TestAMergeOfItsOwnPushesNeedsNoFetchAndALeaseCatchesAReplacedBranch(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{})
+	a, b := newActivities(t), newActivities(t)
+	ctx := context.Background()
+	batch := func(w *Activities, atom, base, script string) MergeBatchResult {
+		t.Helper()
+		branch := pushed(t, w, repo, base, atom, script)
+		res, err := w.MergeBatch(ctx, MergeBatchInput{Repo: repo, Base: "main", Loop: "loop-1", Atoms: []MergeAtom{{Branch: branch, Atom: atom, Attempt: 1, Message: atom}}})
+		if err != nil || res.Atoms[0].Error != "" || res.Atoms[0].Conflict {
+			t.Fatalf("merge %s: %+v, %v", atom, res, err)
+		}
+		return res
+	}
+	head := batch(a, "P", seed, "echo p > p.txt").Commit
+
+	clones, _ := filepath.Glob(filepath.Join(a.Cache, "repos", "*", ".git"))
+	if len(clones) != 1 {
+		t.Fatalf("clones: %v", clones)
+	}
+	clone := filepath.Dir(clones[0])
+	gitT(t, clone, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "nowhere.git"))
+	res := batch(a, "Q", head, "echo q > q.txt")
+	if got := branchOf(t, repo, "main"); got != res.Commit || gitT(t, repo, "show", "main:q.txt") != "q" {
+		t.Fatalf("main at %s, the batch says %s", got, res.Commit)
+	}
+	gitT(t, clone, "remote", "set-url", "origin", repo)
+	head = res.Commit
+
+	// X pushed by a, then replaced by b's retry of the same attempt.
+	in := attemptInput(repo, head, "X", `echo from-a > x.txt && echo '{"success": true}'`)
+	if r, err := a.Attempt(ctx, in); err != nil || r.Commit == "" {
+		t.Fatalf("a's attempt: %+v, %v", r, err)
+	}
+	in.Agent.Command = `echo from-b > x.txt && echo '{"success": true}'`
+	retry, err := b.Attempt(ctx, in)
+	if err != nil || branchOf(t, repo, in.Branch) != retry.Commit {
+		t.Fatalf("b's retry: %+v, %v", retry, err)
+	}
+	res, err = a.MergeBatch(ctx, MergeBatchInput{Repo: repo, Base: "main", Loop: "loop-1", Atoms: []MergeAtom{{Branch: in.Branch, Atom: "X", Attempt: 1, Message: "X"}}})
+	if err != nil || res.Atoms[0].Error != "" {
+		t.Fatalf("merge X: %+v, %v", res, err)
+	}
+	if got := gitT(t, repo, "show", "main:x.txt"); got != "from-b" || branchOf(t, repo, "main") != res.Commit {
+		t.Errorf("main's x.txt is %q, want the retry's from-b", got)
+	}
+}
