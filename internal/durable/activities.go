@@ -268,6 +268,7 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 		return res, fmt.Errorf("commit the attempt's work: %w", err)
 	}
 	res.Files, res.Unclaimed, res.Missing = mr.Changed, mr.Unclaimed, mr.Missing
+	res.Base, res.RepoFiles = in.BaseCommit, mr.RepoChanged
 	res.ClaimsUnchanged = len(mr.Changed) > 0 && engine.ClaimsUnchanged(mr.Changed, engine.ClaimsIn(wa.Dir, r.Artifacts))
 	if mr.Commit == "" {
 		return res, nil // it changed nothing: nothing to merge

@@ -130,6 +130,12 @@ type AttemptResult struct {
 	Reason string       `json:"reason,omitempty"`
 	Commit string       `json:"commit,omitempty"` // the pushed commit on Branch; empty when nothing changed
 	Files  []string     `json:"files,omitempty"`  // what the commit changed, relative to the project's folder
+	// Base is the commit the attempt's commit was made on (its parent),
+	// RepoFiles what it changed relative to the repository's root: a merge
+	// of Commit needs no git process to learn them (absent from histories of
+	// earlier versions: the merge asks git).
+	Base      string   `json:"base,omitempty"`
+	RepoFiles []string `json:"repo_files,omitempty"`
 	// Unclaimed are changed files the agent did not name; Missing the
 	// names it gave that changed nothing (workspace.Merge's).
 	Unclaimed []string `json:"unclaimed,omitempty"`
@@ -211,6 +217,12 @@ type MergeAtom struct {
 	Atom    string `json:"atom"`
 	Attempt int    `json:"attempt"`
 	Message string `json:"message,omitempty"`
+	// Commit, Base and Files are the attempt's (AttemptResult's Commit,
+	// Base and RepoFiles): when the branch holds Commit, they are what the
+	// merge would otherwise ask git.
+	Commit string   `json:"commit,omitempty"`
+	Base   string   `json:"base,omitempty"`
+	Files  []string `json:"files,omitempty"`
 }
 
 // MergeBatchResult is the integration branch after the batch (Commit) and

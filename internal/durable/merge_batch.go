@@ -132,7 +132,7 @@ func (c *clone) mergeBatch(ctx context.Context, in MergeBatchInput, tip string, 
 			}
 			continue
 		}
-		r, err := b.merge(ctx, one, m.Message, works[i])
+		r, err := b.merge(ctx, one, m, works[i])
 		if err != nil {
 			return MergeBatchResult{}, false, err
 		}
@@ -176,21 +176,26 @@ type batchMerge struct {
 
 // merge makes the commit that merges work (one commit on its base, the
 // attempt's) onto the batch's head, or tells the conflict.
-func (b *batch) merge(ctx context.Context, in MergeInput, message, work string) (MergeResult, error) {
-	out, err := workspace.Git(ctx, b.dir, "show", "-z", "--no-renames", "--name-only", "--diff-merges=first-parent", "--format=%P", work)
-	if err != nil {
-		return MergeResult{}, err
-	}
-	fields := strings.Split(string(out), "\x00")
-	parents := strings.Fields(fields[0])
-	if len(parents) == 0 {
-		return MergeResult{Error: fmt.Sprintf("branch %s has no base commit", in.Branch)}, nil
-	}
-	base := parents[0]
-	var changed []string
-	for _, f := range fields[1:] {
-		if f = strings.TrimPrefix(f, "\n"); f != "" {
-			changed = append(changed, f)
+func (b *batch) merge(ctx context.Context, in MergeInput, atom MergeAtom, work string) (MergeResult, error) {
+	message := atom.Message
+	base, changed := atom.Base, atom.Files
+	if atom.Commit != work || base == "" || len(changed) == 0 {
+		// Not the attempt's commit as it reported it (or a workflow of an
+		// earlier version): git says.
+		out, err := workspace.Git(ctx, b.dir, "show", "-z", "--no-renames", "--name-only", "--diff-merges=first-parent", "--format=%P", work)
+		if err != nil {
+			return MergeResult{}, err
+		}
+		fields := strings.Split(string(out), "\x00")
+		parents := strings.Fields(fields[0])
+		if len(parents) == 0 {
+			return MergeResult{Error: fmt.Sprintf("branch %s has no base commit", in.Branch)}, nil
+		}
+		base, changed = parents[0], nil
+		for _, f := range fields[1:] {
+			if f = strings.TrimPrefix(f, "\n"); f != "" {
+				changed = append(changed, f)
+			}
 		}
 	}
 	if len(changed) == 0 {
@@ -224,7 +229,7 @@ func (b *batch) merge(ctx context.Context, in MergeInput, message, work string) 
 		tree = strings.TrimSpace(parts[0])
 	}
 	msg := workspace.CommitMessage(message, in.Loop, in.Atom, in.Attempt)
-	out, err = workspace.Git(ctx, b.dir, "commit-tree", tree, "-p", b.head, "-m", msg)
+	out, err := workspace.Git(ctx, b.dir, "commit-tree", tree, "-p", b.head, "-m", msg)
 	if err != nil {
 		return MergeResult{}, err
 	}

@@ -236,3 +236,42 @@ func TestAMergeOfItsOwnPushesNeedsNoFetchAndALeaseCatchesAReplacedBranch(t *test
 		t.Errorf("main's x.txt is %q, want the retry's from-b", got)
 	}
 }
+
+// A batch told each attempt's commit, base and files (as the workflow
+// passes them from the attempts' results) merges as one that asks git:
+// the same files, the same conflict; an atom whose branch no longer holds
+// the commit it reported is merged as its branch says.
+func TestMergeBatchTrustsAnAttemptsReportOnlyForItsOwnCommit(t *testing.T) {
+	repo, seed := newRemote(t, map[string]string{"shared.txt": "one\n"})
+	a := newActivities(t)
+	ctx := context.Background()
+	atom := func(id, script string) MergeAtom {
+		t.Helper()
+		in := attemptInput(repo, seed, id, script+` && echo '{"success": true}'`)
+		r, err := a.Attempt(ctx, in)
+		if err != nil || r.Commit == "" || r.Base != seed || len(r.RepoFiles) == 0 {
+			t.Fatalf("attempt %s: %+v, %v", id, r, err)
+		}
+		return MergeAtom{Branch: in.Branch, Atom: id, Attempt: 1, Message: id, Commit: r.Commit, Base: r.Base, Files: r.RepoFiles}
+	}
+	atoms := []MergeAtom{atom("A", "echo a > a.txt"), atom("C", "echo c > shared.txt"), atom("D", "echo d > shared.txt"), atom("E", "mkdir -p sub && echo e > sub/e.txt")}
+	if !cmp.Equal(atoms[3].Files, []string{"sub/e.txt"}) {
+		t.Errorf("E's files as the attempt reports them: %v", atoms[3].Files)
+	}
+	// E's report is stale: its branch holds another commit now.
+	atoms[3].Commit, atoms[3].Files = seed, []string{"z.txt"}
+	res, err := a.MergeBatch(ctx, MergeBatchInput{Repo: repo, Base: "main", Loop: "loop-1", Atoms: atoms})
+	if err != nil || len(res.Atoms) != 4 {
+		t.Fatalf("the batch: %+v, %v", res, err)
+	}
+	rA, rC, rD, rE := res.Atoms[0], res.Atoms[1], res.Atoms[2], res.Atoms[3]
+	if diff := cmp.Diff([][]string{{"a.txt"}, {"shared.txt"}, {"sub/e.txt"}}, [][]string{rA.Files, rC.Files, rE.Files}); diff != "" || rA.Conflict || rC.Conflict || rE.Conflict {
+		t.Errorf("merged files (-want +got):\n%s", diff)
+	}
+	if !rD.Conflict || !cmp.Equal(rD.Files, []string{"shared.txt"}) {
+		t.Errorf("D changes shared.txt as C did: want a conflict on it, got %+v", rD)
+	}
+	if got := gitT(t, repo, "ls-tree", "-r", "--name-only", "main"); got != "README.md\na.txt\nshared.txt\nsub/e.txt" {
+		t.Errorf("main holds:\n%s", got)
+	}
+}

@@ -38,7 +38,8 @@ func (l *loop) startBatch() {
 			rest = append(rest, id)
 		default:
 			l.batch = append(l.batch, t)
-			in.Atoms = append(in.Atoms, MergeAtom{Branch: t.branch, Atom: t.Atom, Attempt: t.N, Message: t.res.Result.Summary})
+			in.Atoms = append(in.Atoms, MergeAtom{Branch: t.branch, Atom: t.Atom, Attempt: t.N, Message: t.res.Result.Summary,
+				Commit: t.res.Commit, Base: t.res.Base, Files: t.res.RepoFiles})
 		}
 	}
 	l.merges = rest

@@ -25,6 +25,9 @@ type Merge struct {
 	// folder, slash-separated, sorted: what its merge brought (the atom's
 	// artifacts).
 	Changed []string
+	// RepoChanged are the same files relative to the repository's root, as
+	// git names them (a merge elsewhere needs no git process to learn them).
+	RepoChanged []string
 	// Commit is the integration branch's new commit; "" when nothing was
 	// merged (no change, or a conflict). A detached manager's
 	// ([Manager.StartDetached]) is the attempt's own commit.
@@ -110,7 +113,7 @@ func (m *Manager) FinishNoting(ctx context.Context, a Attempt, message string, c
 		return Merge{}, fmt.Errorf("workspace: finish %s: %w", a.Branch, err)
 	}
 	var mr Merge
-	mr.Changed = m.projectPaths(changed)
+	mr.Changed, mr.RepoChanged = m.projectPaths(changed), changed
 	mr.Unclaimed, mr.Missing = compareClaims(mr.Changed, m.claims(a, claimed))
 	if len(changed) == 0 {
 		return mr, nil
