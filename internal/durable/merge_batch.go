@@ -22,8 +22,11 @@ import (
 // atoms it merged by their trailers and merges nothing again.
 //
 // The merges are made with git's plumbing in the worker's clone, without
-// a checkout: three git processes an atom (its files, the merge's tree,
-// the commit), where a worktree per atom would take a dozen.
+// a checkout: two git processes an atom (the merge's tree, the commit; a
+// third for its files when the attempt's report does not name the commit
+// its branch holds), where a worktree per atom would take a dozen. The
+// remote is fetched first unless this worker pushed every branch itself
+// (known.go).
 func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeBatchResult, error) {
 	ctx, stop := a.heartbeat(ctx, fmt.Sprintf("merge %d branches into %s", len(in.Atoms), in.Base))
 	defer stop()
