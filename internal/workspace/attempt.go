@@ -26,7 +26,8 @@ type Merge struct {
 	// artifacts).
 	Changed []string
 	// RepoChanged are the same files relative to the repository's root, as
-	// git names them (a merge elsewhere needs no git process to learn them).
+	// git names them, for a detached manager's attempt (its merge elsewhere
+	// needs no git process to learn them); nil otherwise.
 	RepoChanged []string
 	// Commit is the integration branch's new commit; "" when nothing was
 	// merged (no change, or a conflict). A detached manager's
@@ -113,7 +114,7 @@ func (m *Manager) FinishNoting(ctx context.Context, a Attempt, message string, c
 		return Merge{}, fmt.Errorf("workspace: finish %s: %w", a.Branch, err)
 	}
 	var mr Merge
-	mr.Changed, mr.RepoChanged = m.projectPaths(changed), changed
+	mr.Changed = m.projectPaths(changed)
 	mr.Unclaimed, mr.Missing = compareClaims(mr.Changed, m.claims(a, claimed))
 	if len(changed) == 0 {
 		return mr, nil
@@ -128,7 +129,7 @@ func (m *Manager) FinishNoting(ctx context.Context, a Attempt, message string, c
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.detached {
-		mr.Commit = commit // the caller merges it elsewhere
+		mr.Commit, mr.RepoChanged = commit, changed // the caller merges it elsewhere
 		return mr, nil
 	}
 	newHead := commit
