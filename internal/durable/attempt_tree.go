@@ -49,7 +49,10 @@ func (a *Activities) cloneHaving(ctx context.Context, url, commit string) (*clon
 		repos := filepath.Join(a.Cache, "repos")
 		name := nameFor(url)
 		c := &clone{url: url, dir: filepath.Join(repos, name), lockPath: filepath.Join(repos, name+".lock")}
-		if _, err := os.Stat(filepath.Join(c.dir, ".git")); err == nil && (c.made(commit) || c.resolve(ctx, commit) != "") {
+		if c.made(commit) {
+			return c, nil // made implies the clone's .git folder
+		}
+		if _, err := os.Stat(filepath.Join(c.dir, ".git")); err == nil && c.resolve(ctx, commit) != "" {
 			return c, nil
 		}
 	}

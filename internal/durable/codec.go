@@ -3,7 +3,6 @@ package durable
 import (
 	"bytes"
 	"compress/zlib"
-	"io"
 	"sync"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -13,8 +12,8 @@ import (
 
 // codec compresses the loop's payloads with zlib, in the layout of the
 // SDK's zlib codec (a payload marshalled whole, compressed, its encoding
-// "binary/zlib"), so payloads of either read back with either. It differs
-// in cost only: a payload under compressFrom bytes travels as it is (an
+// "binary/zlib"), so payloads of either read back with either, and
+// decodes with it. It differs in cost only: a payload under compressFrom bytes travels as it is (an
 // attempt's input or result; compressing it gains a few bytes), and the
 // compressors are reused (a new zlib writer allocates about 800 KB, which
 // made a quarter of a worker's own CPU time in a loop of small attempts).
@@ -27,7 +26,7 @@ const zlibEncoding = "binary/zlib"
 
 var (
 	zlibWriters = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
-	zlibReaders sync.Pool // io.ReadCloser that are zlib.Resetter
+	sdkZlib     = converter.NewZlibCodec(converter.ZlibCodecOptions{})
 )
 
 func (codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
@@ -60,47 +59,7 @@ func (codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	return out, nil
 }
 
+// Decode is the SDK's zlib codec's: the layout is the same.
 func (codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
-	out := make([]*commonpb.Payload, len(payloads))
-	for i, p := range payloads {
-		out[i] = p
-		if string(p.Metadata[converter.MetadataEncoding]) != zlibEncoding {
-			continue
-		}
-		b, err := inflate(p.Data)
-		if err != nil {
-			return payloads, err
-		}
-		out[i] = &commonpb.Payload{}
-		if err := proto.Unmarshal(b, out[i]); err != nil {
-			return payloads, err
-		}
-	}
-	return out, nil
-}
-
-// inflate decompresses one zlib stream.
-func inflate(data []byte) ([]byte, error) {
-	src := bytes.NewReader(data)
-	var r io.ReadCloser
-	if v := zlibReaders.Get(); v != nil {
-		r = v.(io.ReadCloser)
-		if err := r.(zlib.Resetter).Reset(src, nil); err != nil {
-			return nil, err
-		}
-	} else {
-		var err error
-		if r, err = zlib.NewReader(src); err != nil {
-			return nil, err
-		}
-	}
-	b, err := io.ReadAll(r)
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	zlibReaders.Put(r)
-	return b, nil
+	return sdkZlib.Decode(payloads)
 }

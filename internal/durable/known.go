@@ -29,8 +29,9 @@ const (
 	pushedKept = 4096 // branches: past it, what is known is forgotten
 )
 
-// knowledge returns c's, reset when its .git folder is not the one it was
-// learnt in; nil when the clone has none. The caller holds its lock.
+// knowledge returns c's locked (the caller unlocks it), reset when its .git
+// folder is not the one it was learnt in; nil when the clone has none (or
+// has no .git folder).
 func (c *clone) knowledge(create bool) *cloneKnowledge {
 	fi, err := os.Stat(filepath.Join(c.dir, ".git"))
 	if err != nil {
@@ -94,7 +95,7 @@ func (c *clone) pushedTo(branches map[string]string) {
 	}
 }
 
-// pushedAll returns the remote's branches names as this process last
+// pushedAll returns the remote's branches named as this process last
 // pushed them from c, when it pushed every one of them; nil otherwise.
 func (c *clone) pushedAll(names []string) map[string]string {
 	k := c.knowledge(false)
