@@ -26,7 +26,10 @@ type fileStamp struct {
 
 func stampOf(path string) fileStamp {
 	fi, err := os.Stat(path)
-	if err != nil {
+	if err != nil || fi.Size() == 0 {
+		// An empty file shows what a missing one does: a journal's first
+		// append creates the file, then writes, and a look between the two
+		// must not count as a change of its own.
 		return fileStamp{size: -1}
 	}
 	return fileStamp{fi.Size(), fi.ModTime()}

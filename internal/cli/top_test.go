@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,6 +56,28 @@ func appendEvent(t *testing.T, stateFile string, ev journal.Event) {
 	}
 	if err := jr.Sync(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A journal's first append creates its file, then writes the line; a look
+// between the two sees an empty file, which must not count as a change of
+// its own (the watch would print a block with nothing new in it).
+func TestAnEmptyJournalLooksLikeNoJournal(t *testing.T) {
+	stateFile := newTopState(t, "g", 1)
+	before := stampLoop(stateFile)
+	path := journal.PathFor(stateFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if now := stampLoop(stateFile); now != before {
+		t.Fatalf("creating an empty journal changed the stamp: %+v -> %+v", before, now)
+	}
+	appendEvent(t, stateFile, journal.Event{Type: journal.RunStart})
+	if now := stampLoop(stateFile); now == before {
+		t.Fatal("an appended event left the stamp as it was")
 	}
 }
 
