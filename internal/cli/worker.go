@@ -206,9 +206,10 @@ func runWorker(ctx context.Context, opts *workerOptions, own backend.Config) err
 		NewAgent:      workerAgents(own, opts.Allow, opts.getenv),
 		MaxActivities: opts.MaxActivities, Grace: opts.Grace,
 		Listener: ln, Metrics: metrics, BuildID: opts.BuildID,
-		Started: func() {
-			fmt.Fprintf(opts.IO.Out, "aot worker %s: connected to %s (namespace %s), polling task queue %s; cache %s; Ctrl-C stops\n",
-				identity, address, namespace, opts.TaskQueue, opts.Cache)
+		Say: func(line string) { fmt.Fprintf(opts.IO.ErrOut, "aot worker %s: %s\n", identity, line) },
+		Started: func(own string) {
+			fmt.Fprintf(opts.IO.Out, "aot worker %s: connected to %s (namespace %s), polling task queue %s (and %s for the merges of its own work); cache %s; Ctrl-C stops\n",
+				identity, address, namespace, opts.TaskQueue, own, opts.Cache)
 			if ln != nil {
 				fmt.Fprintf(opts.IO.Out, "aot worker %s: build id %s; metrics on http://%s/metrics, health on http://%s/healthz\n",
 					identity, opts.BuildID, ln.Addr(), ln.Addr())

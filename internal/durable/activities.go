@@ -45,9 +45,15 @@ type Activities struct {
 	// and a cancellation reaches the activity with a heartbeat's answer.
 	Heartbeat time.Duration
 
+	// OwnQueue is the task queue this worker alone serves, for the merges
+	// of the commits it holds (held.go); "": it holds none, and pushes
+	// every attempt's commit.
+	OwnQueue string
+
 	// handBack, set by RunWorker, answers for the activities a stopping
 	// worker cuts short (shutdown.go); nil: the SDK answers.
 	handBack *handBack
+	holding  holding
 }
 
 // AgentDirs are the folders an attempt's agent uses on a worker: Logs for
@@ -76,6 +82,12 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.MergeBatch), activity.RegisterOptions{Name: MergeBatchActivity})
 	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.Verify), activity.RegisterOptions{Name: VerifyActivity})
 	r.RegisterActivityWithOptions(handBackError(a.handBack, a.Clean), activity.RegisterOptions{Name: CleanActivity})
+}
+
+// registerOwn registers on the worker of this worker's own queue what
+// runs there: the merges of the commits it holds.
+func (a *Activities) registerOwn(r worker.ActivityRegistry) {
+	r.RegisterActivityWithOptions(handBackResult(a.handBack, a.MergeBatch), activity.RegisterOptions{Name: MergeBatchActivity})
 }
 
 // DefaultHeartbeat is how often activities heartbeat; a workflow's
@@ -275,6 +287,11 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (AttemptResul
 	}
 	if in.Branch == "" {
 		return res, nonRetryable(errors.New("no branch to push the attempt's work to"))
+	}
+	if in.Hold && a.OwnQueue != "" && a.holding.hold(in.Repo, in.Branch, mr.Commit) {
+		// Kept in the clone, for a merge on this worker (held.go).
+		res.Commit, res.HeldOn = mr.Commit, a.OwnQueue
+		return res, nil
 	}
 	// The attempt's branch is this loop's alone; a retried attempt
 	// replaces what its dead predecessor pushed, and nothing else: its

@@ -120,6 +120,12 @@ type AttemptInput struct {
 	Task       agent.Task    `json:"task"`
 	Agent      AgentChoice   `json:"agent"`
 	Timeout    time.Duration `json:"timeout"`
+	// Hold lets a worker that serves a task queue of its own keep the
+	// commit in its clone instead of pushing Branch, and say so in
+	// AttemptResult.HeldOn: the merge then runs on that worker, and the
+	// commit never crosses the network (absent from workflows of earlier
+	// versions, and ignored by earlier workers: they push).
+	Hold bool `json:"hold,omitempty"`
 }
 
 // AttemptResult is the attempt's outcome; a failed attempt is a result, not
@@ -128,8 +134,12 @@ type AttemptResult struct {
 	Result agent.Result `json:"result"`
 	Kind   agent.Kind   `json:"kind,omitempty"` // why it failed; empty on success
 	Reason string       `json:"reason,omitempty"`
-	Commit string       `json:"commit,omitempty"` // the pushed commit on Branch; empty when nothing changed
-	Files  []string     `json:"files,omitempty"`  // what the commit changed, relative to the project's folder
+	Commit string       `json:"commit,omitempty"` // the pushed commit on Branch (or the held one); empty when nothing changed
+	// HeldOn is the task queue of the worker that holds Commit in its
+	// clone (AttemptInput.Hold) and merges it there; empty: Commit is on
+	// Branch on the remote.
+	HeldOn string   `json:"held_on,omitempty"`
+	Files  []string `json:"files,omitempty"` // what the commit changed, relative to the project's folder
 	// Base is the commit the attempt's commit was made on (its parent),
 	// RepoFiles what it changed relative to the repository's root: a merge
 	// of Commit needs no git process to learn them (absent from histories of
@@ -209,6 +219,10 @@ type MergeBatchInput struct {
 	Project   string      `json:"project,omitempty"`
 	StateFile string      `json:"state_file,omitempty"`
 	Atoms     []MergeAtom `json:"atoms"`
+	// Head is the integration branch's head as the workflow last merged
+	// it: a worker that pushed that head itself need not fetch (absent
+	// from workflows of earlier versions).
+	Head string `json:"head,omitempty"`
 }
 
 // MergeAtom is one atom's branch in a MergeBatchInput.
@@ -223,6 +237,9 @@ type MergeAtom struct {
 	Commit string   `json:"commit,omitempty"`
 	Base   string   `json:"base,omitempty"`
 	Files  []string `json:"files,omitempty"`
+	// Held: Commit is in the merging worker's clone (AttemptResult.HeldOn),
+	// not on Branch.
+	Held bool `json:"held,omitempty"`
 }
 
 // MergeBatchResult is the integration branch after the batch (Commit) and

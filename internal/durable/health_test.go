@@ -124,7 +124,7 @@ func TestWorkerMetricsHealthAndBuildID(t *testing.T) {
 	go func() {
 		done <- RunWorker(ctx, WorkerOptions{Client: wc, TaskQueue: queue, CacheDir: t.TempDir(), Identity: "metered",
 			NewAgent: execAgents, Heartbeat: time.Second, Grace: 3 * time.Second,
-			Listener: ln, Metrics: m, BuildID: build, Started: func() { close(started) }})
+			Listener: ln, Metrics: m, BuildID: build, Started: func(string) { close(started) }})
 	}()
 	defer func() {
 		cancel()

@@ -127,10 +127,31 @@ func twoWorkers(t *testing.T, queue string) client.Client {
 	return dialDev(t, addr)
 }
 
+// refuseAtomBranches makes the bare repo refuse every push that makes or
+// moves a branch under aot/ other than a loop's integration branch: a
+// loop that still completes pushed no attempt's work on its own.
+func refuseAtomBranches(t *testing.T, repo string) {
+	t.Helper()
+	hook := `#!/bin/sh
+while read old new ref; do
+	case "$ref" in
+	refs/heads/aot/*/integration) ;;
+	refs/heads/aot/*) [ "$new" = 0000000000000000000000000000000000000000 ] || { echo "refused: $ref" >&2; exit 1; } ;;
+	esac
+done
+`
+	if err := os.WriteFile(filepath.Join(repo, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each worker merges the work its attempts did where they did it: no
+// attempt's branch is ever pushed.
 func TestLoopOnTwoWorkers(t *testing.T) {
 	const queue = "two-workers"
 	c := twoWorkers(t, queue)
 	repo, seed := newRemote(t, map[string]string{})
+	refuseAtomBranches(t, repo)
 	start := time.Now()
 	run := startLoop(t, c, queue, repo, seed, writesItsFile(""))
 	landedOnce(t, c, run, repo, integration(run.GetID()))

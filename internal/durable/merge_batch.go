@@ -19,7 +19,9 @@ import (
 // every branch the batch took are pushed together, each with its lease, or
 // none of them; when another push got in first, the batch is merged again
 // on the new tip. A retried MergeBatch whose push went through finds the
-// atoms it merged by their trailers and merges nothing again.
+// atoms it merged by their trailers and merges nothing again. An atom
+// whose commit this worker holds (MergeAtom.Held, held.go) is merged from
+// its clone, and has no branch to delete.
 //
 // The merges are made with git's plumbing in the worker's clone, without
 // a checkout: two git processes an atom (the merge's tree, the commit; a
@@ -35,15 +37,23 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 	}
 	// Branches this worker pushed itself are merged as it pushed them,
 	// without a fetch; the push's leases say whether any has moved since.
+	// Held commits (held.go) are in this clone, on no branch; the
+	// workflow's head says whether the base this worker last pushed is
+	// still the base.
 	names := []string{in.Base}
 	for _, m := range in.Atoms {
-		names = append(names, m.Branch)
+		if !m.Held {
+			names = append(names, m.Branch)
+		}
 	}
 	c, fetched, err := a.cloneOf(ctx, in.Repo, false)
 	if err != nil {
 		return MergeBatchResult{}, err
 	}
 	branches := c.pushedAll(names)
+	if branches != nil && in.Head != "" && branches[in.Base] != in.Head {
+		branches = nil
+	}
 	if branches == nil {
 		if !fetched {
 			if err := c.fetch(ctx); err != nil {
@@ -60,10 +70,20 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 			return MergeBatchResult{}, nonRetryable(fmt.Errorf("%s has no branch %s", in.Repo, in.Base))
 		}
 		works := make([]string, len(in.Atoms))
+		var held []string
 		for i, m := range in.Atoms {
-			works[i] = branches[m.Branch]
+			switch {
+			case !m.Held:
+				works[i] = branches[m.Branch]
+			case a.holding.held(in.Repo, m.Branch) == m.Commit && m.Commit != "":
+				works[i] = m.Commit
+				held = append(held, m.Branch)
+			}
 		}
 		res, pushed, err := c.mergeBatch(ctx, in, tip, works)
+		if pushed {
+			a.holding.merged(in.Repo, held)
+		}
 		if err != nil || pushed {
 			return res, err
 		}
@@ -78,7 +98,7 @@ func (a *Activities) MergeBatch(ctx context.Context, in MergeBatchInput) (MergeB
 		}
 		moved := now[in.Base] != tip
 		for i, m := range in.Atoms {
-			moved = moved || now[m.Branch] != works[i]
+			moved = moved || !m.Held && now[m.Branch] != works[i]
 		}
 		if !moved {
 			return MergeBatchResult{}, fmt.Errorf("push %s to %s was refused, and no branch has moved", in.Base, in.Repo)
@@ -128,9 +148,12 @@ func (c *clone) mergeBatch(ctx context.Context, in MergeBatchInput, tip string, 
 					return MergeBatchResult{}, false, err
 				}
 			}
-			if done := found[mergeTrailers(one)]; done != "" {
+			switch done := found[mergeTrailers(one)]; {
+			case done != "":
 				res.Atoms[i] = MergeResult{Commit: done}
-			} else {
+			case m.Held:
+				res.Atoms[i] = MergeResult{Error: fmt.Sprintf("this worker no longer holds the commit of %s (it was made again?)", m.Branch)}
+			default:
 				res.Atoms[i] = MergeResult{Error: fmt.Sprintf("%s has no branch %s", in.Repo, m.Branch)}
 			}
 			continue
@@ -140,7 +163,9 @@ func (c *clone) mergeBatch(ctx context.Context, in MergeBatchInput, tip string, 
 			return MergeBatchResult{}, false, err
 		}
 		res.Atoms[i] = r
-		drops = append(drops, workspace.RemoteUpdate{Ref: "refs/heads/" + m.Branch, Expect: works[i]})
+		if !m.Held {
+			drops = append(drops, workspace.RemoteUpdate{Ref: "refs/heads/" + m.Branch, Expect: works[i]})
+		}
 	}
 	res.Commit = b.head
 	updates := drops

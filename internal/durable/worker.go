@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -35,8 +36,12 @@ type WorkerOptions struct {
 	Grace time.Duration
 	// Heartbeat: see Activities.Heartbeat.
 	Heartbeat time.Duration
-	// Started, when set, is called once the worker polls.
-	Started func()
+	// Started, when set, is called once the worker polls; ownQueue is the
+	// task queue it alone serves, for the merges of what it holds.
+	Started func(ownQueue string)
+	// Say, when set, takes what a stopping worker did with the work it
+	// held (held.go).
+	Say func(line string)
 	// Listener, when set, serves /healthz (see health) and, with Metrics,
 	// /metrics until RunWorker returns.
 	Listener net.Listener
@@ -79,7 +84,8 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
 	}
-	acts := &Activities{Cache: o.CacheDir, Identity: o.Identity, NewAgent: o.NewAgent, Heartbeat: o.Heartbeat}
+	acts := &Activities{Cache: o.CacheDir, Identity: o.Identity, NewAgent: o.NewAgent, Heartbeat: o.Heartbeat,
+		OwnQueue: ownQueue(o.TaskQueue, o.Identity)}
 	hl, stopHTTP := o.serve()
 	defer stopHTTP()
 	acts.handBack = &handBack{client: o.Client, identity: o.Identity}
@@ -99,16 +105,47 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	}))
 	RegisterWorkflow(w)
 	acts.Register(w)
+	// Its own queue takes only the merges of the commits it holds
+	// (held.go), as many at once as its attempts, never waiting for an
+	// attempt's slot.
+	own := worker.New(o.Client, acts.OwnQueue, o.observed(hl, worker.Options{
+		Identity:                           o.Identity,
+		MaxConcurrentActivityExecutionSize: o.MaxActivities,
+		WorkerStopTimeout:                  o.Grace,
+		DisableWorkflowWorker:              true,
+		MaxHeartbeatThrottleInterval:       heartbeatThrottle,
+		DefaultHeartbeatThrottleInterval:   heartbeatThrottle,
+	}))
+	acts.registerOwn(own)
+	if err := own.Start(); err != nil {
+		return err
+	}
 	if err := w.Start(); err != nil {
+		own.Stop()
 		return err
 	}
 	hl.set(true, "")
 	if o.Started != nil {
-		o.Started()
+		o.Started(acts.OwnQueue)
 	}
 	<-ctx.Done()
 	hl.set(false, "stopping")
+	// What it holds goes to the atoms' branches first, for the merges
+	// that wait on it to be made elsewhere once it is gone; meanwhile its
+	// own queue still takes them here.
+	pctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	n, err := acts.pushHeld(pctx)
+	cancel()
+	if o.Say != nil && err != nil {
+		o.Say(fmt.Sprintf("pushed %d held commits to their atoms' branches; the others' atoms will run again: %v", n, err))
+	} else if o.Say != nil && n > 0 {
+		o.Say(fmt.Sprintf("pushed %d held commits to their atoms' branches, for their merges on another worker", n))
+	}
+	// Both stop at once, each giving what runs on it the grace.
+	ownStopped := make(chan struct{})
+	go func() { own.Stop(); close(ownStopped) }()
 	w.Stop()
+	<-ownStopped
 	// Stop returns as soon as it has cancelled what outlived the grace:
 	// wait for those to kill their agents, remove their worktrees and
 	// hand themselves back (shutdown.go).

@@ -61,6 +61,10 @@ type attempt struct {
 	cancel    workflow.CancelFunc
 	discarded bool           // the Core cancelled it: its result is ignored
 	res       *AttemptResult // a worker succeeded with a commit: waiting for its merge
+	// lostHolder is the task queue of the worker that held its commit and
+	// did not take its merge (held.go); the merge is then tried from the
+	// atom's branch.
+	lostHolder string
 }
 
 type loop struct {
@@ -76,7 +80,8 @@ type loop struct {
 	merging  *attempt   // the merge under way, one at a time (workflows before "merge-batch")
 	batch    []*attempt // the merges under way in one MergeBatch activity
 	mergeF   workflow.Future
-	finished int // activities finished in this run
+	gone     map[string]bool // the own queues of workers that did not take their merges (held.go)
+	finished int             // activities finished in this run
 
 	continuing bool
 	ending     bool // the loop is stopping: redirects are refused
@@ -288,6 +293,7 @@ func (l *loop) Start(_ context.Context, a engine.Attempt) {
 	actx, cancel := workflow.WithCancel(l.ctx)
 	t.cancel = cancel
 	in := AttemptInput{Loop: l.id, Repo: l.in.Repo, BaseCommit: l.head, Branch: t.branch, Task: a.Task, Agent: l.in.Agent, Timeout: l.agentTimeout()}
+	in.Hold = a.Role == agent.Worker && l.holds()
 	t.fut = workflow.ExecuteActivity(workflow.WithActivityOptions(actx, named(l.attemptOptions(), l.activityID(attemptName(a)))), AttemptActivity, in)
 	l.tasks[a.ID] = t
 }

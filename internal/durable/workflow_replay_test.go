@@ -32,8 +32,9 @@ const historyDir = "testdata/history"
 // from before activity ids named atom and attempt, activity-ids-run*.json
 // from before merges were batched, merge-batch-run*.json from before both
 // were in one workflow, batched-named-run*.json from before an attempt's
-// slot was freed once its work was pushed).
-const recordedAs = "free-slot"
+// slot was freed once its work was pushed, free-slot-run*.json from before
+// workers held their commits for a merge of their own).
+const recordedAs = "held"
 
 func TestWorkflowReplaysRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))
@@ -78,8 +79,24 @@ func TestWorkflowRecordHistory(t *testing.T) {
 		case in.Task.Atom.ID == "X1", in.Task.Atom.ID == "A" && in.Task.Attempt == 1:
 			return failure("not this way"), nil
 		}
-		return success(in), nil
+		// A's second attempt is held by a worker that merges it; D's by
+		// one that is gone (its batch falls back to the shared queue).
+		r := success(in)
+		switch {
+		case !in.Hold:
+		case in.Task.Atom.ID == "A":
+			r.HeldOn = queue + "-own"
+		case in.Task.Atom.ID == "D":
+			r.HeldOn = queue + "-gone"
+		}
+		return r, nil
 	}
+	own := worker.New(c, queue+"-own", worker.Options{DisableWorkflowWorker: true})
+	own.RegisterActivityWithOptions(w.mergeBatch, activity.RegisterOptions{Name: MergeBatchActivity})
+	if err := own.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer own.Stop()
 	wk := worker.New(c, queue, worker.Options{})
 	RegisterWorkflow(wk)
 	wk.RegisterActivityWithOptions(w.attempt, activity.RegisterOptions{Name: AttemptActivity})
