@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -167,20 +166,7 @@ func TestKilledWorkersAttemptIsFinishedByAnother(t *testing.T) {
 	// other attempt (A's retry included) writes its file at once.
 	hold := fmt.Sprintf(`if [ "$AOT_ATOM_ID" = A ] && mkdir %s/A 2>/dev/null; then echo $$ > %s/A.pid; sleep 300; fi; `, marks, marks)
 
-	doomed := exec.Command(os.Args[0])
-	doomed.Env = append(os.Environ(), "AOT_TEST_WORKER_ADDRESS="+addr, "AOT_TEST_WORKER_QUEUE="+queue,
-		"AOT_TEST_WORKER_CACHE="+t.TempDir())
-	doomed.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := doomed.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { doomed.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		syscall.Kill(-doomed.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
-
+	doomed, exited := doomedWorker(t, addr, queue)
 	start := time.Now()
 	c := dialDev(t, addr)
 	run := startLoop(t, c, queue, repo, seed, writesItsFile(hold))
