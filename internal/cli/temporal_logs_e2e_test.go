@@ -15,30 +15,28 @@ import (
 )
 
 // What the agents print on a worker reaches the client's aot logs, the
-// end of it when large; a retry of Temporal's (the remote refused the
-// first push of atom A's work) is journaled on the client once, by
-// however many clients saw it.
+// end of it when large; a retry of Temporal's (the worker could not
+// commit atom A's work) is journaled on the client once, by however many
+// clients saw it.
 func TestTemporalAgentLogsAndRetriesReachTheClient(t *testing.T) {
 	start := aotProcesses(t)
-	root, remote, ws, sf := temporalProject(t, "two files", "test -f A.txt && test -f B.txt", 2,
+	root, _, ws, sf := temporalProject(t, "two files", "test -f A.txt && test -f B.txt", 2,
 		state.Atom{ID: "A", Description: "write A.txt"}, state.Atom{ID: "B", Description: "write B.txt"})
 
-	// The remote refuses the first push of A's attempt branch, once.
+	// A's first try leaves its worktree's index locked, so that the
+	// worker cannot commit its work: the activity fails, once, and
+	// Temporal retries it.
 	marks := filepath.Join(root, "marks")
 	if err := os.Mkdir(marks, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	hook := "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in */A-1)\n" +
-		"    if mkdir " + marks + "/refused 2>/dev/null; then echo 'the remote is down for a moment' >&2; exit 1; fi;;\n  esac\ndone\nexit 0\n"
-	if err := os.WriteFile(filepath.Join(remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// A prints a line of its own; its second try (after the refused
-	// push) holds until the gate exists. B prints about 300 KB.
+	// A prints a line of its own; its second try (after the failed
+	// commit) holds until the gate exists. B prints about 300 KB.
 	gate := filepath.Join(root, "gate")
 	const token = "agent-A-says-7f3c91e2"
 	agent := `if [ "$AOT_ATOM_ID" = A ]; then echo "` + token + `" >&2; ` +
-		`if [ -d ` + marks + `/refused ]; then i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; ` +
+		`if mkdir ` + marks + `/locked 2>/dev/null; then : > "$(git rev-parse --git-dir)/index.lock"; ` +
+		`else i=0; while [ ! -f ` + gate + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; ` +
 		`else echo START-OF-B >&2; i=0; while [ $i -lt 3000 ]; do echo "B filler line $i: the quick brown fox jumps over the lazy dog, again and again" >&2; i=$((i+1)); done; echo END-OF-B >&2; fi; ` +
 		`echo "$AOT_ATOM_ID" > "$AOT_ATOM_ID.txt" && echo '{"success": true, "summary": "wrote '"$AOT_ATOM_ID"'"}'`
 
@@ -82,7 +80,7 @@ func TestTemporalAgentLogsAndRetriesReachTheClient(t *testing.T) {
 		t.Fatalf("the loop did not end within 3 minutes:\n%s", out)
 	}
 
-	// One retry, of A's attempt 1, on w1, with the remote's refusal.
+	// One retry, of A's attempt 1, on w1, with the failed commit.
 	got := retries()
 	if len(got) != 1 {
 		t.Fatalf("%d attempt_retry events in the client's journal, want 1: %+v", len(got), got)
@@ -93,10 +91,10 @@ func TestTemporalAgentLogsAndRetriesReachTheClient(t *testing.T) {
 		worker, _ = ev.Data["running_on"].(string)
 	}
 	failure, _ := ev.Data["failure"].(string)
-	if ev.Atom != "A" || ev.Role != "worker" || ev.Attempt != 1 || worker != "w1" || ev.Reason == "" || !strings.Contains(failure, "the remote is down for a moment") {
+	if ev.Atom != "A" || ev.Role != "worker" || ev.Attempt != 1 || worker != "w1" || ev.Reason == "" || !strings.Contains(failure, "index.lock") {
 		t.Errorf("the retry's event: %+v", ev)
 	}
-	if !regexp.MustCompile(`attempt_retry  A  worker  attempt 1  push .*  Temporal's try 2 of aot.Attempt  (after a failure on|running on) worker w1`).MatchString(out.String()) {
+	if !regexp.MustCompile(`attempt_retry  A  worker  attempt 1  commit the attempt's work: .*  Temporal's try 2 of aot.Attempt  (after a failure on|running on) worker w1`).MatchString(out.String()) {
 		t.Errorf("aot run did not say the retry:\n%s", out)
 	}
 

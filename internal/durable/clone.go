@@ -145,11 +145,16 @@ func (c *clone) fetch(ctx context.Context) error {
 func (c *clone) fetchHeld(ctx context.Context) error {
 	// No FETCH_HEAD and no look for forced updates: nothing reads them, and
 	// they are a quarter of a fetch from a remote on the same machine.
-	if _, err := workspace.Git(ctx, c.dir, "-c", "fetch.showForcedUpdates=false", "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
-		"origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
-		return fmt.Errorf("fetch %s: %w", c.url, err)
-	}
-	return nil
+	// Never while a worktree is added: git writes a new worktree's HEAD as
+	// zeros first, and a fetch's check of what it has reads every
+	// worktree's HEAD ("bad object worktrees/wt/HEAD").
+	return c.withTreeLock(ctx, func() error {
+		if _, err := workspace.Git(ctx, c.dir, "-c", "fetch.showForcedUpdates=false", "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
+			"origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
+			return fmt.Errorf("fetch %s: %w", c.url, err)
+		}
+		return nil
+	})
 }
 
 // resolve returns the commit rev names in the clone, "" when it has none.
@@ -277,7 +282,7 @@ func (a *Activities) sweep(ctx context.Context) (removed int) {
 			continue
 		}
 		c := &clone{url: e.Name(), dir: filepath.Join(repos, e.Name()), lockPath: filepath.Join(repos, e.Name()+".lock")}
-		_ = c.withLock(ctx, func() error {
+		_ = c.withTreeLock(ctx, func() error {
 			_, err := workspace.Git(ctx, c.dir, "worktree", "prune")
 			return err
 		})
