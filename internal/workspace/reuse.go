@@ -44,13 +44,27 @@ func (m *Manager) Reuse(ctx context.Context, a Attempt) error {
 	if _, err := m.git(ctx, a.Path, "checkout", "-q", "-f", "--no-guess", "-B", a.Branch, head); err != nil {
 		return fmt.Errorf("workspace: reuse %s: %w", a.Path, err)
 	}
+	afterCheckout(admin)
 	if _, err := m.git(ctx, a.Path, "clean", "-q", "-ffdx"); err != nil {
 		return fmt.Errorf("workspace: reuse %s: %w", a.Path, err)
+	}
+	// The worktree must be head's, file for file: an index that went
+	// missing between the checkout and the clean (seen under load, cause
+	// unknown) makes the clean delete every file, and the attempt's commit
+	// would then delete them from the integration branch. One git process
+	// checks it; the caller makes a new worktree instead.
+	if _, err := m.git(ctx, a.Path, "diff-index", "--quiet", "HEAD", "--"); err != nil {
+		return fmt.Errorf("workspace: reuse %s: the worktree is not %s after its checkout: %w", a.Path, head, err)
 	}
 	m.protect.removeFrom(a.Path)
 	m.setBase(a.Branch, head)
 	return nil
 }
+
+// afterCheckout is called by Reuse between its checkout and its clean,
+// with the worktree's folder in the repository's .git (tests inject
+// faults there).
+var afterCheckout = func(admin string) {}
 
 // CreateAt is [Manager.Create] at a.Path, a folder the caller chose outside
 // the repository's working trees (a worktree it means to [Manager.Reuse]).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -137,5 +138,45 @@ func TestReuseRefusesAWorktreeWhoseGitFileWasRewritten(t *testing.T) {
 	}
 	if !exists(other, "untracked.txt") || run(t, other, "status", "--porcelain") != "?? untracked.txt" {
 		t.Error("the other repository was touched")
+	}
+}
+
+// A worktree whose index goes missing between Reuse's checkout and its
+// clean (the clean then deletes every file, as it did under load on a
+// worker) is not reused: the attempt's commit would delete the files from
+// the integration branch. Reuse says so, and the caller makes a new one.
+func TestReuseRefusesAWorktreeThatIsNotItsStartAfterTheCheckout(t *testing.T) {
+	root := newRepo(t, map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n"})
+	ctx := context.Background()
+	m, err := Open(ctx, root, Options{LoopID: "L", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := run(t, root, "rev-parse", "HEAD")
+	m.StartDetached(head)
+	a := m.Plan("A", 1)
+	a.Path = filepath.Join(t.TempDir(), "wt")
+	a.Dir = a.Path
+	if err := m.CreateAt(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	m2 := m.Detached(head)
+	b := m2.Plan("B", 1)
+	b.Path, b.Dir = a.Path, a.Path
+	afterCheckout = func(admin string) { os.Remove(filepath.Join(admin, "index")) }
+	t.Cleanup(func() { afterCheckout = func(string) {} })
+	err = m2.Reuse(ctx, b)
+	if err == nil || !strings.Contains(err.Error(), "is not "+head) {
+		t.Fatalf("Reuse of a worktree the clean emptied: %v, want it refused", err)
+	}
+	afterCheckout = func(string) {}
+	if err := m2.Reuse(ctx, b); err != nil {
+		t.Fatalf("Reuse once the fault is gone: %v", err)
+	}
+	if got := snapshot(t, a.Path, ".git"); !maps.Equal(got, map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n"}) {
+		t.Errorf("the reused worktree holds %v", got)
 	}
 }
