@@ -195,7 +195,11 @@ func TestWorkflowMergesFromTheBranchesWhenTheHolderIsGone(t *testing.T) {
 		return r, nil
 	}
 	r := newRun(t, w)
-	r.env.OnActivity(AttemptActivity, mock.Anything, mock.Anything).After(time.Minute).Return(w.attempt)
+	// A's first attempt ends first, B's a minute later.
+	for id, d := range map[string]time.Duration{"A": time.Minute, "B": 2 * time.Minute} {
+		r.env.OnActivity(AttemptActivity, mock.Anything, mock.MatchedBy(func(in AttemptInput) bool { return in.Task.Atom.ID == id })).
+			After(d).Return(func(ctx context.Context, in AttemptInput) (AttemptResult, error) { return w.attempt(ctx, in) })
+	}
 	var batches []heldBatch
 	r.env.OnActivity(MergeBatchActivity, mock.Anything, mock.Anything).Return(func(ctx context.Context, in MergeBatchInput) (MergeBatchResult, error) {
 		w.recordHeld(ctx, in, &batches)
@@ -212,11 +216,12 @@ func TestWorkflowMergesFromTheBranchesWhenTheHolderIsGone(t *testing.T) {
 	})
 	out := r.execute(t, input(loopState(state.Constraints{MaxParallelAgents: 2}, []state.Atom{atom("A"), atom("B")}, nil)))
 	wantReason(t, out, engine.Completed)
-	// B's attempt ends while A's batch waits for its holder: once that
-	// holder is known gone, B's goes to the shared queue at once.
+	// Once A's holder is known gone, B's batch (the same holder's) goes
+	// to the shared queue at once.
 	want := []heldBatch{
 		{"q@gone", []string{"A#1 held=true"}},
-		{DefaultTaskQueue, []string{"A#1 held=false", "B#1 held=false"}},
+		{DefaultTaskQueue, []string{"A#1 held=false"}},
+		{DefaultTaskQueue, []string{"B#1 held=false"}},
 		{DefaultTaskQueue, []string{"B#2 held=false"}},
 	}
 	if diff := cmp.Diff(want, batches); diff != "" {
