@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // A worktree can serve one attempt after another: [Manager.Release] ends an
@@ -54,12 +55,21 @@ func (m *Manager) Reuse(ctx context.Context, a Attempt) error {
 	// would then delete them from the integration branch. One git process
 	// checks it; the caller makes a new worktree instead.
 	if _, err := m.git(ctx, a.Path, "diff-index", "--quiet", "HEAD", "--"); err != nil {
+		reuseRefusals.Add(1)
 		return fmt.Errorf("workspace: reuse %s: the worktree is not %s after its checkout: %w", a.Path, head, err)
 	}
 	m.protect.removeFrom(a.Path)
 	m.setBase(a.Branch, head)
 	return nil
 }
+
+// reuseRefusals counts the worktrees Reuse found not to be their start
+// after its checkout and clean.
+var reuseRefusals atomic.Int64
+
+// ReuseRefusals is how many worktrees this process's Reuse refused because
+// they were not their start after the checkout and clean.
+func ReuseRefusals() int64 { return reuseRefusals.Load() }
 
 // afterCheckout is called by Reuse between its checkout and its clean,
 // with the worktree's folder in the repository's .git (tests inject

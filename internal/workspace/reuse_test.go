@@ -168,9 +168,13 @@ func TestReuseRefusesAWorktreeThatIsNotItsStartAfterTheCheckout(t *testing.T) {
 	b.Path, b.Dir = a.Path, a.Path
 	afterCheckout = func(admin string) { os.Remove(filepath.Join(admin, "index")) }
 	t.Cleanup(func() { afterCheckout = func(string) {} })
+	refused := ReuseRefusals()
 	err = m2.Reuse(ctx, b)
 	if err == nil || !strings.Contains(err.Error(), "is not "+head) {
 		t.Fatalf("Reuse of a worktree the clean emptied: %v, want it refused", err)
+	}
+	if ReuseRefusals() != refused+1 {
+		t.Errorf("refusals counted: %d, want %d", ReuseRefusals(), refused+1)
 	}
 	afterCheckout = func(string) {}
 	if err := m2.Reuse(ctx, b); err != nil {
